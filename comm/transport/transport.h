@@ -1,0 +1,63 @@
+// transport.h - the one small interface every Plexus transport implements.
+//
+// A transport moves tagged byte messages between the ranks of one communicator. It knows nothing
+// of collectives: algorithms in comm/algorithms/ build on post_send/post_recv/wait_all only.
+//
+// Matching: a receive posted for (peer, tag) matches exactly one send from `peer` with the same
+// `tag` on the same transport object (each communicator owns its own transport, so tags never
+// cross communicators). Messages of one (peer, tag) pair must be unique; algorithms guarantee it
+// by building tags as tag_base | index, where tag_base is unique per collective call and the low
+// 32 bits are free for the algorithm.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "plexus/plexus.h"
+
+namespace plexus::comm {
+
+// One posted send or receive. Must not move or be destroyed while posted (the transport keeps a
+// pointer to it until it completes).
+struct Request {
+  // Transport-private completion context (a libfabric fi_context2 fits here).
+  alignas(16) unsigned char opaque[64] = {};
+  bool done = false;
+  plx_result_t result = PLX_SUCCESS;
+  int peer = -1;
+  size_t bytes = 0;  // bytes posted (send) or capacity (recv)
+
+  Request() = default;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Provider name, e.g. "tcp;ofi_rxm" or "shm".
+  virtual const char* name() const = 0;
+
+  // Posts a non-blocking tagged send of `bytes` bytes to `peer`. `buf` must stay valid and
+  // unchanged until the request completes. bytes == 0 is allowed (a pure signal).
+  virtual plx_result_t post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
+                                 Request& req) = 0;
+  // Posts a non-blocking tagged receive of at most `bytes` bytes from `peer`.
+  virtual plx_result_t post_recv(int peer, uint64_t tag, void* buf, size_t bytes,
+                                 Request& req) = 0;
+
+  // Drives progress until every request in reqs[0..n) is done. Yields the CPU when idle (never
+  // spins hot: 8 ranks on 2 cores must make progress). Returns the first failure: a request's
+  // own error, PLX_ERROR_REMOTE when a peer is known lost, PLX_ERROR_ABORTED after abort, or
+  // PLX_ERROR_TIMEOUT after PLEXUS_TIMEOUT_MS without completion. On failure, the message
+  // (plexus::set_error) names the operation, this rank and the peer.
+  virtual plx_result_t wait_all(Request* const* reqs, size_t n) = 0;
+
+  // Makes one progress pass; sets *done when req has completed. Never blocks.
+  virtual plx_result_t test(Request& req, bool* done) = 0;
+};
+
+}  // namespace plexus::comm
