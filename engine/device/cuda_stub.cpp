@@ -1,0 +1,12 @@
+#include "engine/device/device.h"
+
+namespace plexus::engine {
+
+bool cuda_compiled() { return false; }
+
+int cuda_device_count(std::string* why) {
+  if (why) *why = "this build has no CUDA (configure with -DPLEXUS_CUDA=ON and a CUDA toolkit)";
+  return 0;
+}
+
+}  // namespace plexus::engine

@@ -1,0 +1,116 @@
+#include "tests/support/multiprocess.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace plexus::test {
+
+int free_tcp_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::vector<RankOutcome> run_ranks(int n, const std::function<int(int rank)>& body,
+                                   double timeout_s, const EnvList& env) {
+  const std::string port = std::to_string(free_tcp_port());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids(n, -1);
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      setenv("PLEXUS_RANK", std::to_string(r).c_str(), 1);
+      setenv("PLEXUS_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("PLEXUS_LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("PLEXUS_LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("PLEXUS_MASTER_ADDR", "127.0.0.1", 1);
+      setenv("PLEXUS_MASTER_PORT", port.c_str(), 1);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      int code = 1;
+      try {
+        code = body(r);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: uncaught exception: %s\n", r, e.what());
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
+    pids[r] = pid;
+  }
+  std::vector<RankOutcome> out(n);
+  for (int r = 0; r < n; ++r) out[r].rank = r;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int remaining = n;
+  while (remaining > 0) {
+    for (int r = 0; r < n; ++r) {
+      if (pids[r] < 0) continue;
+      int status = 0;
+      pid_t got = waitpid(pids[r], &status, WNOHANG);
+      if (got == pids[r]) {
+        out[r].exited = WIFEXITED(status);
+        out[r].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        out[r].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        pids[r] = -1;
+        --remaining;
+      }
+    }
+    if (remaining == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (int r = 0; r < n; ++r) {
+        if (pids[r] < 0) continue;
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], nullptr, 0);
+        out[r].timed_out = true;
+        pids[r] = -1;
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return out;
+}
+
+bool all_passed(const std::vector<RankOutcome>& outcomes, std::string* why) {
+  bool ok = true;
+  std::string text;
+  for (const auto& o : outcomes) {
+    if (o.exited && o.exit_code == 0) continue;
+    ok = false;
+    text += "rank " + std::to_string(o.rank) + ": ";
+    if (o.timed_out) text += "timed out";
+    else if (o.exited) text += "exit code " + std::to_string(o.exit_code);
+    else text += "killed by signal " + std::to_string(o.signal);
+    text += "; ";
+  }
+  if (why) *why = text;
+  return ok;
+}
+
+int rank_failure(int rank, const std::string& message) {
+  std::fprintf(stderr, "rank %d: %s\n", rank, message.c_str());
+  return 1;
+}
+
+}  // namespace plexus::test
