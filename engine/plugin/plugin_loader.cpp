@@ -1,0 +1,124 @@
+#include "engine/plugin/plugin_loader.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+namespace plexus::engine {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kPrefix = "libplexus_plugin_";
+constexpr const char* kSuffix = ".so";
+
+std::string executable_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+}  // namespace
+
+std::vector<std::string> plugin_search_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PLEXUS_PLUGIN_PATH"); env && *env) {
+    std::string all = env;
+    size_t start = 0;
+    while (start <= all.size()) {
+      size_t end = all.find(':', start);
+      if (end == std::string::npos) end = all.size();
+      if (end > start) dirs.push_back(all.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (std::string exe = executable_dir(); !exe.empty()) dirs.push_back(exe + "/../lib/plexus");
+  dirs.push_back(PLEXUS_PLUGIN_BUILD_DIR);
+  dirs.push_back(PLEXUS_PLUGIN_INSTALL_DIR);
+  return dirs;
+}
+
+std::vector<std::string> available_plugins() {
+  std::set<std::string> names;
+  for (const std::string& dir : plugin_search_path()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::string file = entry.path().filename().string();
+      if (file.rfind(kPrefix, 0) == 0 && file.size() > std::string(kPrefix).size() + 3 &&
+          file.compare(file.size() - 3, 3, kSuffix) == 0) {
+        names.insert(file.substr(std::string(kPrefix).size(),
+                                 file.size() - std::string(kPrefix).size() - 3));
+      }
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+LoadedPlugin::LoadedPlugin(LoadedPlugin&& other) noexcept
+    : handle_(other.handle_), api_(other.api_), path_(std::move(other.path_)) {
+  other.handle_ = nullptr;
+  other.api_ = nullptr;
+}
+
+LoadedPlugin& LoadedPlugin::operator=(LoadedPlugin&& other) noexcept {
+  if (this != &other) {
+    if (handle_) dlclose(handle_);
+    handle_ = other.handle_;
+    api_ = other.api_;
+    path_ = std::move(other.path_);
+    other.handle_ = nullptr;
+    other.api_ = nullptr;
+  }
+  return *this;
+}
+
+LoadedPlugin::~LoadedPlugin() {
+  if (handle_) dlclose(handle_);
+}
+
+LoadedPlugin load_plugin(const std::string& name) {
+  std::string file = kPrefix + name + kSuffix;
+  std::string found;
+  for (const std::string& dir : plugin_search_path()) {
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / file, ec)) {
+      found = (fs::path(dir) / file).string();
+      break;
+    }
+  }
+  if (found.empty()) {
+    std::string list;
+    for (const std::string& n : available_plugins()) list += (list.empty() ? "" : ", ") + n;
+    throw PluginError("unknown plugin '" + name + "' (no " + file +
+                      " on PLEXUS_PLUGIN_PATH or the plugin folders); available plugins: " +
+                      (list.empty() ? "none" : list));
+  }
+  LoadedPlugin plugin;
+  plugin.path_ = found;
+  plugin.handle_ = dlopen(found.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (plugin.handle_ == nullptr) {
+    throw PluginError("plugin '" + name + "': dlopen " + found + ": " + dlerror());
+  }
+  auto entry = reinterpret_cast<plx_plugin_entry_fn>(dlsym(plugin.handle_, PLX_PLUGIN_ENTRY_SYMBOL));
+  if (entry == nullptr) {
+    throw PluginError("plugin '" + name + "': " + found + " does not export " +
+                      PLX_PLUGIN_ENTRY_SYMBOL);
+  }
+  plugin.api_ = entry();
+  if (plugin.api_ == nullptr || plugin.api_->abi_version > PLX_PLUGIN_ABI_VERSION ||
+      plugin.api_->struct_size < sizeof(plx_plugin_t) || plugin.api_->name == nullptr) {
+    throw PluginError("plugin '" + name + "': " + found + " was built for plugin ABI " +
+                      std::to_string(plugin.api_ ? plugin.api_->abi_version : 0) +
+                      " but this engine speaks " + std::to_string(PLX_PLUGIN_ABI_VERSION));
+  }
+  if (name != plugin.api_->name) {
+    throw PluginError("plugin '" + name + "': " + found + " calls itself '" + plugin.api_->name +
+                      "'");
+  }
+  return plugin;
+}
+
+}  // namespace plexus::engine

@@ -1,0 +1,48 @@
+// plugin_loader.h - finds, dlopens and checks Plexus plugins (include/plexus/plugin.h).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "plexus/plugin.h"
+
+namespace plexus::engine {
+
+class PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The folders searched, in order: each entry of PLEXUS_PLUGIN_PATH, the folder next to the
+// running executable (../lib/plexus), the build tree's plugin folder, the install folder.
+std::vector<std::string> plugin_search_path();
+
+// Names of the plugins found on the search path (from libplexus_plugin_<name>.so), sorted.
+std::vector<std::string> available_plugins();
+
+// A loaded plugin. Unloads (dlclose) on destruction.
+class LoadedPlugin {
+ public:
+  LoadedPlugin() = default;
+  LoadedPlugin(LoadedPlugin&& other) noexcept;
+  LoadedPlugin& operator=(LoadedPlugin&& other) noexcept;
+  LoadedPlugin(const LoadedPlugin&) = delete;
+  LoadedPlugin& operator=(const LoadedPlugin&) = delete;
+  ~LoadedPlugin();
+
+  const plx_plugin_t& api() const { return *api_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  friend LoadedPlugin load_plugin(const std::string& name);
+  void* handle_ = nullptr;
+  const plx_plugin_t* api_ = nullptr;
+  std::string path_;
+};
+
+// Loads plugin `name`. Throws PluginError naming the plugin and listing the available ones when
+// it is not found, or giving dlerror() text, or the ABI mismatch.
+LoadedPlugin load_plugin(const std::string& name);
+
+}  // namespace plexus::engine

@@ -1,0 +1,138 @@
+#include "engine/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace plexus::engine {
+
+namespace {
+
+constexpr char kMagic[8] = {'P', 'L', 'X', 'C', 'K', 'P', 'T', '1'};
+
+// FNV-1a, 64-bit (Fowler, Noll & Vo).
+struct Fnv1a {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  void update(const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 0x100000001b3ULL;
+  }
+};
+
+std::string os_error(const std::string& what, const std::string& path) {
+  return "checkpoint '" + path + "': " + what + ": " + std::strerror(errno);
+}
+
+void write_all(int fd, const void* data, size_t bytes, Fnv1a& sum, const std::string& path) {
+  sum.update(data, bytes);
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw CheckpointError(os_error("write", path));
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+const std::vector<float>* Checkpoint::find(const std::string& name) const {
+  for (const auto& s : sections) {
+    if (s.name == name) return &s.data;
+  }
+  return nullptr;
+}
+
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  if (target.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) throw CheckpointError("checkpoint '" + path + "': create folder: " + ec.message());
+  }
+  nlohmann::json header = checkpoint.header;
+  header["sections"] = nlohmann::json::array();
+  for (const auto& s : checkpoint.sections) {
+    header["sections"].push_back({{"name", s.name}, {"count", s.data.size()}});
+  }
+  const std::string text = header.dump();
+  const uint64_t header_bytes = text.size();
+
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw CheckpointError(os_error("open " + tmp, path));
+  try {
+    Fnv1a sum;
+    write_all(fd, kMagic, sizeof(kMagic), sum, path);
+    write_all(fd, &header_bytes, sizeof(header_bytes), sum, path);
+    write_all(fd, text.data(), text.size(), sum, path);
+    for (const auto& s : checkpoint.sections) {
+      write_all(fd, s.data.data(), s.data.size() * sizeof(float), sum, path);
+    }
+    Fnv1a ignored;
+    uint64_t digest = sum.hash;
+    write_all(fd, &digest, sizeof(digest), ignored, path);
+    if (::fsync(fd) != 0) throw CheckpointError(os_error("fsync", path));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw CheckpointError(os_error("rename", path));
+  }
+  std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(os_error("open", path));
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto corrupt = [&](const std::string& why) {
+    return CheckpointError("checkpoint '" + path + "' is corrupt or incomplete: " + why);
+  };
+  if (bytes.size() < sizeof(kMagic) + 16 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    throw corrupt("no PLXCKPT1 magic");
+  }
+  uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
+  Fnv1a sum;
+  sum.update(bytes.data(), bytes.size() - 8);
+  if (sum.hash != stored) throw corrupt("checksum mismatch");
+  uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, bytes.data() + 8, 8);
+  if (header_bytes > bytes.size() - 24) throw corrupt("header length past the end of the file");
+  Checkpoint ck;
+  try {
+    ck.header = nlohmann::json::parse(bytes.begin() + 16, bytes.begin() + 16 + header_bytes);
+  } catch (const nlohmann::json::exception& e) {
+    throw corrupt(std::string("header is not JSON: ") + e.what());
+  }
+  size_t offset = 16 + header_bytes;
+  for (const auto& s : ck.header.at("sections")) {
+    size_t count = s.at("count").get<size_t>();
+    if (count > (bytes.size() - 8 - offset) / sizeof(float)) {
+      throw corrupt("section '" + s.at("name").get<std::string>() + "' past the end of the file");
+    }
+    CheckpointSection section{s.at("name").get<std::string>(), std::vector<float>(count)};
+    std::memcpy(section.data.data(), bytes.data() + offset, count * sizeof(float));
+    offset += count * sizeof(float);
+    ck.sections.push_back(std::move(section));
+  }
+  if (offset != bytes.size() - 8) throw corrupt("trailing bytes after the last section");
+  return ck;
+}
+
+}  // namespace plexus::engine

@@ -1,0 +1,51 @@
+// options.h - everything plexus-train can be told, with the defaults of the README's main job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace plexus::engine {
+
+struct ModelOptions {
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 128;
+  int seq_len = 64;
+};
+
+struct TrainOptions {
+  std::string data_path = "data/moby_dick.txt";
+  std::string placement = "D";
+  int pipeline_degree = 0;  // 0: not given
+  int tensor_degree = 0;
+  ModelOptions model;
+  int global_batch = 32;    // sequences per step, over all data-parallel ranks
+  int64_t steps = 1000;
+  float lr = 3e-3f;
+  float min_lr_ratio = 0.1f;  // cosine decay ends at lr * min_lr_ratio
+  int64_t warmup_steps = 50;
+  float weight_decay = 0.1f;
+  float grad_clip = 1.0f;     // 0 disables clipping
+  uint64_t seed = 1234;
+  int64_t val_every = 100;    // 0 disables validation during training
+  int val_batches = 8;
+  int64_t log_every = 10;
+  size_t bucket_bytes = 25u << 20;
+  std::string checkpoint_path = "checkpoints/gpt.ckpt";  // "" disables saving
+  int64_t save_every = 0;     // 0: only at the end
+  std::string metrics_path;   // JSON lines of per-step metrics (rank 0), "" disables
+  double time_limit_s = 0;    // stop early (and save) after this much wall time; 0: none
+  float target_val_loss = 0;  // stop early (and save) once validation loss is below; 0: none
+  bool explain = false;
+};
+
+struct SampleOptions {
+  std::string checkpoint_path = "checkpoints/gpt.ckpt";
+  std::string prompt = "Call me Ishmael. ";
+  int tokens = 400;
+  float temperature = 0.8f;
+  int top_k = 0;              // 0: no top-k filter
+  uint64_t seed = 42;
+};
+
+}  // namespace plexus::engine

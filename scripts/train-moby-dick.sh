@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# train-moby-dick.sh - the README's main job: set up, fetch Moby-Dick, train a small GPT on it
+# with 4 data-parallel processes over Plexus's own allreduce (placement D4), then sample from it.
+# Extra arguments go to plexus-train (e.g. --steps 200).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/fetch-data.sh
+BIN=${BUILD_DIR:-build}/bin
+CKPT=checkpoints/moby_dick.ckpt
+"$BIN/plexus-run" -n 4 -- "$BIN/plexus-train" --placement D4 --data data/moby_dick.txt \
+  --checkpoint "$CKPT" --time-limit 600 "$@"
+echo
+echo "=== Sampling from $CKPT ==="
+"$BIN/plexus-train" --sample --checkpoint "$CKPT" --prompt "Call me Ishmael. " --tokens 500 \
+  --temperature 0.8

@@ -1,0 +1,96 @@
+#include "engine/train/checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace plexus::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("plexus_ckpt_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "sub" / "model.ckpt").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Checkpoint sample() const {
+    Checkpoint ck;
+    ck.header["step"] = 17;
+    ck.header["model"] = {{"n_layer", 2}};
+    ck.sections.push_back({"params", {1.5f, -2.25f, 3.0f}});
+    ck.sections.push_back({"adam_m", {0.125f}});
+    ck.sections.push_back({"adam_v", {}});
+    return ck;
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(CheckpointTest, RoundTripsHeaderAndSections) {
+  save_checkpoint(path_, sample());
+  EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
+  Checkpoint back = load_checkpoint(path_);
+  EXPECT_EQ(back.header.at("step").get<int>(), 17);
+  EXPECT_EQ(back.header.at("model").at("n_layer").get<int>(), 2);
+  ASSERT_NE(back.find("params"), nullptr);
+  EXPECT_EQ(*back.find("params"), (std::vector<float>{1.5f, -2.25f, 3.0f}));
+  EXPECT_EQ(*back.find("adam_m"), (std::vector<float>{0.125f}));
+  EXPECT_TRUE(back.find("adam_v")->empty());
+  EXPECT_EQ(back.find("missing"), nullptr);
+}
+
+TEST_F(CheckpointTest, OverwriteReplacesWholeFile) {
+  save_checkpoint(path_, sample());
+  Checkpoint second = sample();
+  second.header["step"] = 99;
+  second.sections[0].data = {7.0f};
+  save_checkpoint(path_, second);
+  Checkpoint back = load_checkpoint(path_);
+  EXPECT_EQ(back.header.at("step").get<int>(), 99);
+  EXPECT_EQ(*back.find("params"), std::vector<float>{7.0f});
+}
+
+TEST_F(CheckpointTest, FlippedByteIsRefusedAsCorrupt) {
+  save_checkpoint(path_, sample());
+  std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(-12, std::ios::end);  // inside the last float section
+  char c = 0x5a;
+  f.write(&c, 1);
+  f.close();
+  try {
+    load_checkpoint(path_);
+    FAIL() << "a corrupt checkpoint loaded";
+  } catch (const CheckpointError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("checksum mismatch"));
+    EXPECT_THAT(e.what(), HasSubstr(path_));
+  }
+}
+
+TEST_F(CheckpointTest, TruncatedFileIsRefused) {
+  save_checkpoint(path_, sample());
+  std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 2);
+  EXPECT_THROW(load_checkpoint(path_), CheckpointError);
+}
+
+TEST_F(CheckpointTest, MissingFileNamesPath) {
+  try {
+    load_checkpoint((dir_ / "nope.ckpt").string());
+    FAIL() << "a missing checkpoint loaded";
+  } catch (const CheckpointError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("nope.ckpt"));
+    EXPECT_THAT(e.what(), HasSubstr("No such file"));
+  }
+}
+
+}  // namespace
+}  // namespace plexus::engine

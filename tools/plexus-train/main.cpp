@@ -1,0 +1,72 @@
+// plexus-train: trains a GPT on a text file with the parallelism a placement string names, or
+// (--sample) prints text generated from a checkpoint. Run it under plexus-run, mpirun, srun or
+// torchrun; alone it is a world of one rank.
+#include <CLI/CLI.hpp>
+
+#include "engine/train/options.h"
+#include "engine/train/trainer.h"
+
+int main(int argc, char** argv) {
+  using plexus::engine::SampleOptions;
+  using plexus::engine::TrainOptions;
+  TrainOptions t;
+  SampleOptions s;
+  bool sample = false;
+
+  CLI::App app{"plexus-train: train a GPT over Plexus collectives, or sample from a checkpoint"};
+  app.set_version_flag("--version", "plexus-train 0.1.0");
+  app.add_option("--data", t.data_path, "text file; byte-level tokens, last 10% validation")
+      ->capture_default_str();
+  app.add_option("--placement", t.placement,
+                 "placement string: cluster | spread | axes like D4, D2P2T2, then +plugins")
+      ->capture_default_str();
+  app.add_option("--pipeline-degree", t.pipeline_degree, "degree of P when the string omits it");
+  app.add_option("--tensor-degree", t.tensor_degree, "degree of T when the string omits it");
+  app.add_option("--n-layer", t.model.n_layer, "transformer blocks")->capture_default_str();
+  app.add_option("--n-head", t.model.n_head, "attention heads")->capture_default_str();
+  app.add_option("--n-embd", t.model.n_embd, "embedding width")->capture_default_str();
+  app.add_option("--seq-len", t.model.seq_len, "context length in bytes")->capture_default_str();
+  app.add_option("--batch-size", t.global_batch,
+                 "global batch in sequences, split over the data-parallel ranks")
+      ->capture_default_str();
+  app.add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
+  app.add_option("--lr", t.lr, "peak learning rate (AdamW)")->capture_default_str();
+  app.add_option("--warmup-steps", t.warmup_steps, "linear warm-up steps")->capture_default_str();
+  app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay")
+      ->capture_default_str();
+  app.add_option("--grad-clip", t.grad_clip, "global gradient-norm clip (0: off)")
+      ->capture_default_str();
+  app.add_option("--seed", t.seed, "seed for initialisation and batches")->capture_default_str();
+  app.add_option("--val-every", t.val_every, "steps between validation passes (0: off)")
+      ->capture_default_str();
+  app.add_option("--val-batches", t.val_batches, "batches per validation pass")
+      ->capture_default_str();
+  app.add_option("--log-every", t.log_every, "steps between log lines")->capture_default_str();
+  app.add_option("--bucket-bytes", t.bucket_bytes, "gradient bucket size for the D plugin")
+      ->capture_default_str();
+  app.add_option("--checkpoint", t.checkpoint_path, "checkpoint file written at the end (\"\": none)")
+      ->capture_default_str();
+  app.add_option("--save-every", t.save_every, "also save every N steps (0: only at the end)");
+  app.add_option("--metrics-file", t.metrics_path, "JSON lines of per-step metrics (rank 0)");
+  app.add_option("--time-limit", t.time_limit_s, "stop and save after this many seconds (0: none)");
+  app.add_option("--target-val-loss", t.target_val_loss,
+                 "stop and save once validation loss is below this (0: none)");
+  app.add_flag("--explain", t.explain, "print each rank's coordinates, groups and plugins");
+
+  app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
+  app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();
+  app.add_option("--tokens", s.tokens, "bytes to generate (with --sample)")->capture_default_str();
+  app.add_option("--temperature", s.temperature, "sampling temperature")->capture_default_str();
+  app.add_option("--top-k", s.top_k, "sample among the k most likely bytes (0: all)");
+  app.add_option("--sample-seed", s.seed, "seed of the sampler")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (sample) {
+    s.checkpoint_path = t.checkpoint_path;
+    return plexus::engine::run_sampling(s);
+  }
+  return plexus::engine::run_training(t);
+}
