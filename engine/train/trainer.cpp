@@ -17,6 +17,7 @@
 #include "engine/data/text_dataset.h"
 #include "engine/model/gpt.h"
 #include "engine/optim/adamw.h"
+#include "engine/optim/grad_clip.h"
 #include "engine/placement/placement.h"
 #include "engine/plugin/plugin_loader.h"
 #include "engine/train/checkpoint.h"
@@ -250,8 +251,8 @@ int train(const TrainOptions& o, World& world) {
     }
     const float grad_norm = clip_grad_norm(model.grads(), model.num_params(), o.grad_clip);
     adam.lr = learning_rate(o, step);
-    adamw_step(model.params(), model.grads(), adam_m.data(), adam_v.data(), decay.data(),
-               model.num_params(), step + 1, adam);
+    adamw_step(model.params(), model.grads(), adam_m.data(), adam_v.data(), model.num_params(),
+               step + 1, adam, decay.data());
     const float loss = world.average(local_loss, "training loss");
     const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

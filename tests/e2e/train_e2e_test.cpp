@@ -1,0 +1,199 @@
+// End-to-end: plexus-run launches plexus-train ranks that average gradients with Plexus's own
+// allreduce over libfabric; the D plugin is dlopen-ed because the placement string names it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/subprocess.h"
+
+namespace plexus::test {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class TrainE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("plexus_e2e_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    data_ = (dir_ / "corpus.txt").string();
+    // A deterministic English-like corpus (the property under test holds for any text).
+    const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "boat", "harpoon",
+                           "and", "of", "a", "to", "in", "was", "his", "ocean"};
+    std::ofstream out(data_);
+    uint64_t x = 12345;
+    for (int i = 0; i < 60000; ++i) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      out << words[(x >> 33) % 16] << ((x >> 40) % 9 == 0 ? ".\n" : " ");
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Common small-model arguments so that 20 steps take seconds on 2 cores.
+  std::vector<std::string> train_args(const std::string& placement, const std::string& metrics) {
+    return {PLEXUS_TRAIN_PATH, "--placement", placement, "--data", data_,
+            "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--seq-len", "32",
+            "--batch-size", "8", "--steps", "20", "--lr", "1e-3", "--warmup-steps", "5",
+            "--val-every", "0", "--log-every", "1", "--checkpoint", "",
+            "--metrics-file", metrics};
+  }
+
+  // Replaces the value that follows `option` in args.
+  static void set_arg(std::vector<std::string>& args, const std::string& option,
+                      const std::string& value) {
+    auto it = std::find(args.begin(), args.end(), option);
+    ASSERT_NE(it, args.end()) << option;
+    ASSERT_NE(it + 1, args.end()) << option;
+    *(it + 1) = value;
+  }
+
+  std::vector<std::string> launch(int n, std::vector<std::string> program) {
+    std::vector<std::string> argv = {PLEXUS_RUN_PATH, "-n", std::to_string(n), "--"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    return argv;
+  }
+
+  static std::vector<double> losses(const std::string& path) {
+    std::vector<double> out;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss"));
+    return out;
+  }
+
+  fs::path dir_;
+  std::string data_;
+};
+
+TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
+  const std::string single = (dir_ / "d1.jsonl").string();
+  const std::string four = (dir_ / "d4.jsonl").string();
+  CommandResult r1 = run_command(train_args("D", single), 300);
+  ASSERT_EQ(r1.exit_code, 0) << r1.output;
+  CommandResult r4 = run_command(launch(4, train_args("D4", four)), 300);
+  ASSERT_EQ(r4.exit_code, 0) << r4.output;
+  EXPECT_THAT(r4.output, HasSubstr("4 ranks, placement D4 (D4)"));
+
+  std::vector<double> a = losses(single), b = losses(four);
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_LE(std::fabs(a[i] - b[i]) / std::fabs(a[i]), 1e-4)
+        << "step " << i + 1 << ": one process " << a[i] << ", D4 " << b[i];
+  }
+  EXPECT_LT(a.back(), a.front() - 0.5) << "the model did not learn";
+}
+
+TEST_F(TrainE2E, InferredDataDegreeAndExplain) {
+  const std::string metrics = (dir_ / "d.jsonl").string();
+  std::vector<std::string> args = train_args("D", metrics);
+  args.push_back("--explain");
+  set_arg(args, "--steps", "2");
+  CommandResult r = run_command(launch(2, args), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("2 ranks, placement D (D2)"));
+  EXPECT_THAT(r.output, HasSubstr("explain: rank 1 of 2: (d=1)"));
+  EXPECT_THAT(r.output, HasSubstr("plugin D 0.1.0"));
+}
+
+struct BadInput {
+  std::string name;
+  int ranks;
+  std::vector<std::string> replace;  // pairs: option, new value
+  std::string message;
+};
+
+class TrainBadInput : public TrainE2E, public ::testing::WithParamInterface<BadInput> {};
+
+TEST_P(TrainBadInput, ClearErrorAndNonZeroExit) {
+  const BadInput& c = GetParam();
+  std::vector<std::string> args = train_args("D", (dir_ / "m.jsonl").string());
+  for (size_t i = 0; i + 1 < c.replace.size(); i += 2) set_arg(args, c.replace[i], c.replace[i + 1]);
+  CommandResult r = run_command(launch(c.ranks, args), 120);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(c.message));
+  EXPECT_THAT(r.output, HasSubstr("plexus-train: rank 0:"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TrainBadInput,
+    ::testing::Values(
+        BadInput{"UnknownLetter", 2, {"--placement", "D2X"},
+                 "placement 'D2X': unexpected 'X' at position 3"},
+        BadInput{"UnknownPlugin", 2, {"--placement", "D2+zeroX"},
+                 "unknown plugin 'zeroX'"},
+        BadInput{"AxisWithoutPlugin", 2, {"--placement", "P2"}, "available plugins: D"},
+        BadInput{"DegreeNotDividingWorld", 4, {"--placement", "D3"},
+                 "do not multiply to the world size 4"},
+        BadInput{"BatchNotDivisible", 4, {"--batch-size", "6"},
+                 "--batch-size 6 is not divisible by the data-parallel degree 4"},
+        BadInput{"MissingDataFile", 2, {"--data", "/nonexistent/moby_dick.txt"},
+                 "cannot read data file '/nonexistent/moby_dick.txt'"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(TrainE2E, KilledRankIsReportedByTheOthers) {
+  std::vector<std::string> args = train_args("D3", (dir_ / "k.jsonl").string());
+  set_arg(args, "--steps", "100000");  // run until killed
+  set_arg(args, "--batch-size", "6");   // divisible by 3
+  Subprocess run(launch(3, args));
+  ASSERT_TRUE(run.wait_for_output("step     3/", 120)) << run.output();
+  std::vector<pid_t> victims;
+  for (int i = 0; i < 50 && victims.empty(); ++i) {
+    victims = children_with_env(run.pid(), "PLEXUS_RANK=1");
+    if (victims.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(victims.size(), 1u) << "rank 1's process not found under plexus-run";
+  ASSERT_EQ(kill(victims[0], SIGKILL), 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+  CommandResult r = run.finish(90);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_LT(seconds, 60.0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 1 killed by signal"));
+  // Ranks 0 and 2 each say, themselves, which rank was lost.
+  EXPECT_THAT(r.output, HasSubstr("[0] plexus-train: rank 0:"));
+  EXPECT_THAT(r.output, HasSubstr("[2] plexus-train: rank 2:"));
+  EXPECT_THAT(r.output, HasSubstr("rank 1 lost"));
+}
+
+TEST_F(TrainE2E, SampleFromSavedCheckpoint) {
+  const std::string ckpt = (dir_ / "model.ckpt").string();
+  std::vector<std::string> args = train_args("D", (dir_ / "s.jsonl").string());
+  set_arg(args, "--checkpoint", ckpt);
+  CommandResult t = run_command(args, 300);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  ASSERT_TRUE(fs::exists(ckpt));
+  CommandResult s = run_command({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt, "--prompt",
+                                 "the whale", "--tokens", "50", "--sample-seed", "3"},
+                                60);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  ASSERT_GE(s.output.size(), std::string("the whale").size() + 50);
+  EXPECT_EQ(s.output.rfind("the whale", 0), 0u) << s.output;
+  CommandResult again = run_command({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt,
+                                     "--prompt", "the whale", "--tokens", "50", "--sample-seed",
+                                     "3"},
+                                    60);
+  EXPECT_EQ(again.output, s.output) << "same seed, different text";
+  // A corrupt checkpoint is refused with a clear message.
+  fs::resize_file(ckpt, fs::file_size(ckpt) - 5);
+  CommandResult bad = run_command({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt}, 60);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("is corrupt or incomplete"));
+}
+
+}  // namespace
+}  // namespace plexus::test
