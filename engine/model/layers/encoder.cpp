@@ -1,0 +1,37 @@
+// encoder.cpp - token + position embedding (GPT-2's wte + wpe), after llm.c's encoder_*.
+#include "engine/model/layers/encoder.h"
+
+#include <cstddef>
+
+namespace plexus::engine {
+
+void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                     int B, int T, int C) {
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const size_t bt = static_cast<size_t>(b) * T + t;
+      float* o = out + bt * C;
+      const float* tok = wte + static_cast<size_t>(tokens[bt]) * C;
+      const float* pos = wpe + static_cast<size_t>(t) * C;
+      for (int c = 0; c < C; ++c) o[c] = tok[c] + pos[c];
+    }
+  }
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                      int B, int T, int C) {
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const size_t bt = static_cast<size_t>(b) * T + t;
+      const float* d = dout + bt * C;
+      float* dtok = dwte + static_cast<size_t>(tokens[bt]) * C;
+      float* dpos = dwpe + static_cast<size_t>(t) * C;
+      for (int c = 0; c < C; ++c) {
+        dtok[c] += d[c];
+        dpos[c] += d[c];
+      }
+    }
+  }
+}
+
+}  // namespace plexus::engine

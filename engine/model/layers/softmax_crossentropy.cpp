@@ -1,0 +1,49 @@
+// softmax_crossentropy.cpp - fused softmax + cross-entropy forward/backward.
+#include "engine/model/layers/softmax_crossentropy.h"
+
+#include <cmath>
+
+namespace plexus::engine {
+
+size_t softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
+                                    const int32_t* targets, int B, int T, int V) {
+  const size_t rows = static_cast<size_t>(B) * T;
+  size_t counted = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * V;
+    float* p = probs + r * V;
+    float mx = z[0];
+    for (int i = 1; i < V; ++i) mx = z[i] > mx ? z[i] : mx;
+    float sum = 0.0f;
+    for (int i = 0; i < V; ++i) {
+      p[i] = std::exp(z[i] - mx);
+      sum += p[i];
+    }
+    const float inv = 1.0f / sum;
+    for (int i = 0; i < V; ++i) p[i] *= inv;
+    const int32_t target = targets[r];
+    if (target < 0) {
+      losses[r] = 0.0f;
+      continue;
+    }
+    // log-sum-exp form: exact even where probs[target] underflows to 0
+    losses[r] = std::log(sum) + mx - z[target];
+    ++counted;
+  }
+  return counted;
+}
+
+void softmax_crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
+                                   float dloss, int B, int T, int V) {
+  const size_t rows = static_cast<size_t>(B) * T;
+  for (size_t r = 0; r < rows; ++r) {
+    const int32_t target = targets[r];
+    if (target < 0) continue;
+    const float* p = probs + r * V;
+    float* d = dlogits + r * V;
+    for (int i = 0; i < V; ++i) d[i] += dloss * p[i];
+    d[target] -= dloss;
+  }
+}
+
+}  // namespace plexus::engine

@@ -1,0 +1,30 @@
+// adamw.cpp - AdamW step over a slice of the flat buffers (see adamw.h for the update).
+#include "engine/optim/adamw.h"
+
+#include <cmath>
+
+namespace plexus::engine {
+
+void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
+                const AdamWConfig& config, const uint8_t* decay_mask) {
+  if (n == 0 || step < 1) return;
+  const float b1 = config.beta1, b2 = config.beta2;
+  // bias corrections in double: beta^t for large t underflows gracefully to 0
+  const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), step));
+  const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), step));
+  const float decay = config.lr * config.weight_decay;
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grads[i];
+    float p = params[i];
+    if (decay_mask == nullptr || decay_mask[i] != 0) p -= decay * p;
+    const float mi = b1 * m[i] + (1.0f - b1) * g;
+    const float vi = b2 * v[i] + (1.0f - b2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    const float m_hat = mi / c1;
+    const float v_hat = vi / c2;
+    params[i] = p - config.lr * m_hat / (std::sqrt(v_hat) + config.eps);
+  }
+}
+
+}  // namespace plexus::engine
