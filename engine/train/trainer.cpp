@@ -34,7 +34,8 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// A plugin loaded and created for this rank.
+// A plugin loaded and created for this rank. Held by unique_ptr and never moved, because the
+// context handed to create() (its args, in particular) must stay valid until destroy().
 struct ActivePlugin {
   LoadedPlugin library;
   void* state = nullptr;
@@ -42,11 +43,13 @@ struct ActivePlugin {
   std::vector<const char*> arg_pointers;
 
   ActivePlugin() = default;
-  ActivePlugin(ActivePlugin&&) = default;
+  ActivePlugin(const ActivePlugin&) = delete;
+  ActivePlugin& operator=(const ActivePlugin&) = delete;
   ~ActivePlugin() {
     if (state && library.api().destroy) library.api().destroy(state);
   }
 };
+using ActivePlugins = std::vector<std::unique_ptr<ActivePlugin>>;
 
 // Linear warm-up, then cosine decay to lr * min_lr_ratio at the last step (as in nanoGPT).
 float learning_rate(const TrainOptions& o, int64_t step) {
@@ -89,7 +92,7 @@ void check_options(const TrainOptions& o, int data_degree) {
   if (!(o.lr > 0)) throw UsageError(fmt::format("--lr must be positive, got {}", o.lr));
 }
 
-std::vector<ActivePlugin> create_plugins(const Placement& placement, World& world,
+ActivePlugins create_plugins(const Placement& placement, World& world,
                                          size_t bucket_bytes) {
   // One plugin per written axis (or per implied axis of degree > 1), then each "+plugin".
   std::vector<std::pair<std::string, std::vector<std::string>>> wanted;
@@ -98,9 +101,10 @@ std::vector<ActivePlugin> create_plugins(const Placement& placement, World& worl
   }
   for (const PluginSpec& spec : placement.plugins) wanted.push_back({spec.name, spec.args});
 
-  std::vector<ActivePlugin> plugins;
+  ActivePlugins plugins;
   for (auto& [name, args] : wanted) {
-    ActivePlugin plugin;
+    auto owned = std::make_unique<ActivePlugin>();
+    ActivePlugin& plugin = *owned;
     plugin.library = load_plugin(name);
     plugin.args = args;
     for (const std::string& a : plugin.args) plugin.arg_pointers.push_back(a.c_str());
@@ -121,12 +125,12 @@ std::vector<ActivePlugin> create_plugins(const Placement& placement, World& worl
         throw std::runtime_error(err);
       }
     }
-    plugins.push_back(std::move(plugin));
+    plugins.push_back(std::move(owned));
   }
   return plugins;
 }
 
-void explain(const Placement& placement, const std::vector<ActivePlugin>& plugins, World& world,
+void explain(const Placement& placement, const ActivePlugins& plugins, World& world,
              const GptConfig& config) {
   std::string coords;
   for (const Axis& a : placement.axes) {
@@ -142,9 +146,9 @@ void explain(const Placement& placement, const std::vector<ActivePlugin>& plugin
     line += fmt::format("; {} group [{}]", a.letter, ranks);
   }
   line += fmt::format("; layers 0..{} (all)", config.n_layer - 1);
-  for (const ActivePlugin& p : plugins) {
-    line += fmt::format("; plugin {} {} ({})", p.library.api().name, p.library.api().version,
-                        p.library.path());
+  for (const auto& p : plugins) {
+    line += fmt::format("; plugin {} {} ({})", p->library.api().name, p->library.api().version,
+                        p->library.path());
   }
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
@@ -197,7 +201,7 @@ int train(const TrainOptions& o, World& world) {
   check_options(o, data_degree);
   const GptConfig config = model_config(o);
 
-  std::vector<ActivePlugin> plugins = create_plugins(placement, world, o.bucket_bytes);
+  ActivePlugins plugins = create_plugins(placement, world, o.bucket_bytes);
   TextDataset data(o.data_path, o.model.seq_len);
   choose_blas_threads(world.local_size());
 
@@ -243,10 +247,10 @@ int train(const TrainOptions& o, World& world) {
     plx_grad_view_t view = PLX_GRAD_VIEW_INIT;
     view.grads = model.grads();
     view.count = model.num_params();
-    for (ActivePlugin& p : plugins) {
-      if (!p.library.api().after_backward) continue;
+    for (auto& p : plugins) {
+      if (!p->library.api().after_backward) continue;
       char err[512] = {};
-      plx_result_t r = p.library.api().after_backward(p.state, &view, err, sizeof(err));
+      plx_result_t r = p->library.api().after_backward(p->state, &view, err, sizeof(err));
       if (r != PLX_SUCCESS) throw CommFailure(r, err);
     }
     const float grad_norm = clip_grad_norm(model.grads(), model.num_params(), o.grad_clip);
