@@ -1,0 +1,115 @@
+// plexus-run - starts N ranks of a program on this host, like `torchrun --standalone`.
+//
+//   plexus-run -n 4 [--master-addr A] [--master-port P] [--grace-seconds S] [--no-prefix]
+//              -- PROGRAM ARGS...
+//
+// Rank r runs with PLEXUS_RANK=r, PLEXUS_WORLD_SIZE=N, PLEXUS_LOCAL_RANK=r,
+// PLEXUS_LOCAL_WORLD_SIZE=N, PLEXUS_MASTER_ADDR and PLEXUS_MASTER_PORT (a free port unless
+// given), and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, cores / N) where unset.
+// Exit codes: 0 when every rank exits 0; 2 for bad usage or a program that cannot be started;
+// otherwise the first failing rank's code (128 + signal), see supervisor.h.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "tools/plexus-run/launch_options.h"
+#include "tools/plexus-run/rank_environment.h"
+#include "tools/plexus-run/signal_pipe.h"
+#include "tools/plexus-run/spawn.h"
+#include "tools/plexus-run/supervisor.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr int kMaxRanks = 4096;
+
+using plexus::launcher::launcher_message;
+using plexus::launcher::LaunchOptions;
+
+// Parses argv into *options; returns -1 to go on, else the exit code to return now.
+int parse_options(int argc, char** argv, LaunchOptions* options) {
+  CLI::App app{"plexus-run: start N ranks of PROGRAM on this host (a local launcher).\n"
+               "Usage: plexus-run -n N [options] -- PROGRAM [ARGS...]",
+               "plexus-run"};
+  app.add_option("-n,--nproc-per-node", options->nranks, "number of ranks to start (>= 1)")
+      ->required();
+  app.add_option("--master-addr", options->master_addr, "rendezvous address for rank 0")
+      ->capture_default_str();
+  app.add_option("--master-port", options->master_port,
+                 "rendezvous TCP port (default: a free port)");
+  app.add_option("--grace-seconds", options->grace_seconds,
+                 "after a rank fails, how long the others may take to exit before SIGTERM")
+      ->capture_default_str();
+  bool no_prefix = false;
+  app.add_flag("--no-prefix", no_prefix, "do not prefix output lines with \"[RANK] \"");
+  // Everything from the first positional (or after "--") on is PROGRAM ARGS..., untouched.
+  app.prefix_command();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsageError;
+  }
+  options->command = app.remaining();
+  if (!options->command.empty() && options->command.front() == "--") {
+    options->command.erase(options->command.begin());
+  }
+  options->prefix = !no_prefix;
+
+  std::string error;
+  if (!options->command.empty() && options->command.front().starts_with("-")) {
+    error = fmt::format("unknown option '{}' (see plexus-run --help)", options->command.front());
+  } else if (options->nranks < 1 || options->nranks > kMaxRanks) {
+    error = fmt::format("-n {} not in 1..{}", options->nranks, kMaxRanks);
+  } else if (options->command.empty()) {
+    error = "no PROGRAM given (usage: plexus-run -n N [options] -- PROGRAM [ARGS...])";
+  } else if (options->master_port < 0 || options->master_port > 65535) {
+    error = fmt::format("--master-port {} not in 1..65535", options->master_port);
+  } else if (!(options->grace_seconds >= 0 && options->grace_seconds <= 86400)) {
+    error = fmt::format("--grace-seconds {} not in 0..86400", options->grace_seconds);
+  } else if (options->master_addr.empty()) {
+    error = "--master-addr is empty";
+  }
+  if (!error.empty()) {
+    launcher_message(error);
+    return kUsageError;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace plexus::launcher;
+  LaunchOptions options;
+  if (int code = parse_options(argc, argv, &options); code >= 0) return code;
+
+  int port = options.master_port;
+  if (port == 0) port = find_free_port(options.master_addr);
+  if (port == 0) {
+    launcher_message(fmt::format("no free TCP port found on {}: {}", options.master_addr,
+                                 std::strerror(errno)));
+    return 1;
+  }
+
+  SignalPipe signals;
+  if (!signals.install()) {
+    launcher_message(fmt::format("cannot install signal handlers: {}", std::strerror(errno)));
+    return 1;
+  }
+  Supervisor supervisor(options, signals);
+  for (int rank = 0; rank < options.nranks; ++rank) {
+    SpawnResult spawned =
+        spawn_rank(rank, options.command, rank_environment(options, port, rank));
+    if (!spawned.ok) {
+      launcher_message(spawned.error);
+      supervisor.kill_all();
+      return kUsageError;
+    }
+    supervisor.add(spawned.process);
+  }
+  return supervisor.run();
+}

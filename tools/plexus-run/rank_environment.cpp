@@ -1,0 +1,67 @@
+#include "tools/plexus-run/rank_environment.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+extern char** environ;
+
+namespace plexus::launcher {
+
+int find_free_port(const std::string& addr) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(sa);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+int threads_per_rank(int nranks) {
+  long cores = static_cast<long>(std::thread::hardware_concurrency());
+  if (cores <= 0) cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores <= 0) cores = 1;
+  return static_cast<int>(std::max(1L, cores / std::max(1, nranks)));
+}
+
+std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port,
+                                          int rank) {
+  // Ordered map so the child's environment is deterministic; later assignments win.
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  const std::string threads = std::to_string(threads_per_rank(options.nranks));
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (vars.find(name) == vars.end()) vars[name] = threads;
+  }
+  vars["PLEXUS_RANK"] = std::to_string(rank);
+  vars["PLEXUS_WORLD_SIZE"] = std::to_string(options.nranks);
+  vars["PLEXUS_LOCAL_RANK"] = std::to_string(rank);
+  vars["PLEXUS_LOCAL_WORLD_SIZE"] = std::to_string(options.nranks);
+  vars["PLEXUS_MASTER_ADDR"] = options.master_addr;
+  vars["PLEXUS_MASTER_PORT"] = std::to_string(master_port);
+
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace plexus::launcher

@@ -1,0 +1,28 @@
+// rank_environment.h - the environment each rank is started with.
+//
+// Every rank inherits the launcher's environment plus the PLEXUS_* variables that
+// plx_comm_init_from_env() reads, and a BLAS/OpenMP thread count that keeps N ranks from
+// oversubscribing the cores.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/plexus-run/launch_options.h"
+
+namespace plexus::launcher {
+
+// A TCP port on `addr` (an IPv4 address; anything else binds all addresses) that the kernel
+// reported free a moment ago, or 0 if no socket could be bound.
+int find_free_port(const std::string& addr);
+
+// Threads per rank for BLAS and OpenMP: max(1, cores / nranks).
+int threads_per_rank(int nranks);
+
+// "NAME=value" strings for rank `rank`: the current environment with PLEXUS_RANK,
+// PLEXUS_WORLD_SIZE, PLEXUS_LOCAL_RANK, PLEXUS_LOCAL_WORLD_SIZE, PLEXUS_MASTER_ADDR and
+// PLEXUS_MASTER_PORT set (overriding inherited values), and OPENBLAS_NUM_THREADS and
+// OMP_NUM_THREADS set to threads_per_rank() where they are unset.
+std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port, int rank);
+
+}  // namespace plexus::launcher
