@@ -112,6 +112,7 @@ struct BadInput {
   int ranks;
   std::vector<std::string> replace;  // pairs: option, new value
   std::string message;
+  friend void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
 };
 
 class TrainBadInput : public TrainE2E, public ::testing::WithParamInterface<BadInput> {};

@@ -109,8 +109,10 @@ TEST(Placement, RepeatedAxisZeroDegreeAndBadPluginSyntax) {
 TEST(Placement, DegreesThatDoNotMultiplyToWorldSize) {
   EXPECT_THAT(resolve_error("D3", 4), HasSubstr("do not multiply to the world size 4"));
   EXPECT_THAT(resolve_error("D2P2", 6), HasSubstr("D2*P2 = 4"));
-  EXPECT_THAT(resolve_error("D", 6, 4), HasSubstr("not divisible by |P|*|T| = 4"));
-  EXPECT_EQ(resolve_error("D", 6, 3), "no error");
+  EXPECT_THAT(resolve_error("DP", 6, 4), HasSubstr("not divisible by |P|*|T| = 4"));
+  EXPECT_EQ(resolve_error("DP", 6, 3), "no error");
+  // P is absent from the string, so --pipeline-degree does not apply and D takes the world.
+  EXPECT_EQ(resolve_error("D", 6, 4), "no error");
 }
 
 }  // namespace
