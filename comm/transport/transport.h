@@ -7,7 +7,8 @@
 // `tag` on the same transport object (each communicator owns its own transport, so tags never
 // cross communicators). Messages of one (peer, tag) pair must be unique; algorithms guarantee it
 // by building tags as tag_base | index, where tag_base is unique per collective call and the low
-// 32 bits are free for the algorithm.
+// 32 bits are free for the algorithm. Bits 56..63 belong to the transport (the libfabric one
+// numbers the parts of a message it must split there), so tag_base stays below 2^56.
 #pragma once
 
 #include <cstddef>

@@ -127,6 +127,8 @@ plx_result_t plx_get_version(int* version);
  * listening on TCP; address from PLEXUS_MASTER_ADDR, else this host's first non-loopback IPv4
  * address, else 127.0.0.1; port from PLEXUS_MASTER_PORT, else one chosen by the kernel).
  * The calling process must stay alive until every rank has joined, and it is normally rank 0.
+ * The server also relays peer-loss reports for the communicator's lifetime: if its process
+ * exits while the communicator is in use, every rank sees PLX_ERROR_REMOTE naming rank 0.
  * Returns PLX_ERROR_INVALID_ARGUMENT if id is NULL; PLX_ERROR_SYSTEM if the listener cannot be
  * opened (the message names the address and errno text).
  */
@@ -177,8 +179,9 @@ plx_result_t plx_comm_transport_name(plx_comm_t comm, const char** name);
 
 /* Frees the communicator after a clean shutdown: waits (bounded by PLEXUS_TIMEOUT_MS) until
  * every rank has also called plx_comm_destroy, so no peer loses in-flight messages. If a peer
- * died, it frees local resources anyway and returns PLX_ERROR_REMOTE. NULL is accepted and
- * returns PLX_SUCCESS. The handle is invalid afterwards whatever the result. */
+ * died, it frees local resources anyway and returns PLX_ERROR_REMOTE; if some rank has not
+ * called it within PLEXUS_TIMEOUT_MS, it frees them and returns PLX_ERROR_TIMEOUT. NULL is
+ * accepted and returns PLX_SUCCESS. The handle is invalid afterwards whatever the result. */
 plx_result_t plx_comm_destroy(plx_comm_t comm);
 
 /* Aborts the communicator: operations in progress on any thread return PLX_ERROR_ABORTED, peers

@@ -1,0 +1,419 @@
+// rendezvous_server.cpp - the bootstrap root (see rendezvous_server.h and wire.h).
+//
+// Everything below runs on the server's one thread, so its state needs no locks; the public
+// methods only post work to it or wait for it.
+#include "comm/bootstrap/rendezvous_server.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp uses std::exchange
+#include <boost/asio.hpp>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "comm/bootstrap/wire.h"
+#include "comm/core/error.h"
+#include "comm/core/log.h"
+
+namespace plexus::bootstrap {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+struct Connection {
+  explicit Connection(asio::io_context& io) : socket(io) {}
+  tcp::socket socket;
+  int rank = -1;  // set by HELLO
+  bool said_goodbye = false;
+  bool open = true;
+  bool closing = false;  // half-closed after a final message; reads until the peer closes
+  std::array<uint8_t, kHeaderBytes> header{};
+  Bytes payload;
+  std::deque<Bytes> outbox;
+  bool writing = false;
+};
+
+using ConnectionPtr = std::shared_ptr<Connection>;
+
+}  // namespace
+
+struct RendezvousServer::Impl {
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer join_timer{io};
+  std::thread thread;
+  pid_t owner_pid = getpid();  // a forked child must not join its parent's thread
+  std::atomic<bool> finished{false};
+  std::mutex finished_mutex;
+  std::condition_variable finished_cv;
+
+  std::string host;
+  int port = 0;
+  uint64_t nonce = 0;
+  int timeout_ms = 0;
+
+  // Server-thread state.
+  int nranks = -1;
+  int first_rank = -1;  // the rank whose HELLO fixed nranks
+  int joined = 0;
+  int goodbyes = 0;
+  bool failed = false;
+  plx_result_t failure_code = PLX_SUCCESS;
+  std::string failure_message;
+  bool join_timer_running = false;
+  std::vector<ConnectionPtr> connections;
+  std::vector<ConnectionPtr> by_rank;
+  std::vector<bool> lost;
+  std::map<uint32_t, std::vector<std::optional<Bytes>>> rounds;
+  std::map<uint32_t, int> round_counts;
+
+  std::string where() const { return fmt::format("rendezvous at {}:{}", host, port); }
+
+  void run() {
+    accept_next();
+    io.run();
+    {
+      std::lock_guard<std::mutex> lock(finished_mutex);
+      finished.store(true);
+    }
+    finished_cv.notify_all();
+    log_message(LogLevel::Info, "{}: server finished", where());
+  }
+
+  void accept_next() {
+    auto conn = std::make_shared<Connection>(io);
+    acceptor.async_accept(conn->socket, [this, conn](const boost::system::error_code& ec) {
+      if (ec) return;  // listener closed
+      boost::system::error_code ignored;
+      conn->socket.set_option(tcp::no_delay(true), ignored);
+      connections.push_back(conn);
+      read_header(conn);
+      accept_next();
+    });
+  }
+
+  void read_header(const ConnectionPtr& conn) {
+    asio::async_read(conn->socket, asio::buffer(conn->header),
+                     [this, conn](const boost::system::error_code& ec, size_t) {
+                       if (ec) return on_disconnect(conn);
+                       MessageType type;
+                       uint32_t bytes = 0;
+                       parse_header(conn->header.data(), &type, &bytes);
+                       if (bytes > kMaxPayloadBytes) return on_disconnect(conn);
+                       conn->payload.resize(bytes);
+                       asio::async_read(conn->socket, asio::buffer(conn->payload),
+                                        [this, conn, type](const boost::system::error_code& ec2,
+                                                           size_t) {
+                                          if (ec2) return on_disconnect(conn);
+                                          if (!conn->closing) on_message(conn, type);
+                                          if (conn->open) read_header(conn);
+                                        });
+                     });
+  }
+
+  void on_message(const ConnectionPtr& conn, MessageType type) {
+    WireReader in(conn->payload);
+    switch (type) {
+      case MessageType::Hello: {
+        const uint32_t version = in.u32();
+        const uint64_t their_nonce = in.u64();
+        const int rank = in.i32();
+        const int n = in.i32();
+        on_hello(conn, in.ok() ? version : 0, their_nonce, rank, n);
+        break;
+      }
+      case MessageType::Contribute: {
+        const uint32_t round = in.u32();
+        Bytes data = in.bytes();
+        if (in.ok() && conn->rank >= 0) on_contribute(conn->rank, round, std::move(data));
+        break;
+      }
+      case MessageType::Goodbye:
+        if (conn->rank >= 0 && !conn->said_goodbye) on_goodbye(conn);
+        break;
+      case MessageType::Abort: {
+        std::string reason = in.text();
+        if (conn->rank >= 0 && !failed) report_lost(conn->rank, reason);
+        close(conn);
+        break;
+      }
+      default:
+        log_message(LogLevel::Warn, "{}: unexpected {} message from rank {}", where(),
+                    message_type_name(type), conn->rank);
+        break;
+    }
+  }
+
+  void on_hello(const ConnectionPtr& conn, uint32_t version, uint64_t their_nonce, int rank,
+                int n) {
+    if (version != kWireVersion) {
+      return refuse(conn, PLX_ERROR_INVALID_ARGUMENT,
+                    fmt::format("{}: bad HELLO (wire version {}, expected {})", where(), version,
+                                kWireVersion));
+    }
+    if (their_nonce != nonce) {
+      return refuse(conn, PLX_ERROR_INVALID_ARGUMENT,
+                    fmt::format("{}: the unique id does not match this server (a stale id?)",
+                                where()));
+    }
+    if (failed) return refuse(conn, failure_code, failure_message);  // a late joiner
+    if (conn->rank >= 0) return;
+    if (nranks < 0) {
+      if (n < 1) return refuse(conn, PLX_ERROR_INVALID_ARGUMENT, "nranks below 1");
+      nranks = n;
+      first_rank = rank;
+      by_rank.assign(n, nullptr);
+      lost.assign(n, false);
+      join_timer.expires_after(std::chrono::milliseconds(timeout_ms));
+      join_timer_running = true;
+      join_timer.async_wait([this](const boost::system::error_code& ec) {
+        join_timer_running = false;
+        if (!ec) on_join_timeout();
+      });
+    }
+    if (n != nranks) {
+      return fail_all(PLX_ERROR_REMOTE,
+                      fmt::format("ranks disagree on nranks: rank {} passed {}, rank {} passed {}",
+                                  first_rank, nranks, rank, n));
+    }
+    if (rank < 0 || rank >= nranks) {
+      return fail_all(PLX_ERROR_REMOTE,
+                      fmt::format("a rank joined as rank {}, not in 0..{}", rank, nranks - 1));
+    }
+    if (by_rank[rank]) {
+      return fail_all(PLX_ERROR_REMOTE, fmt::format("two ranks claim rank {}", rank));
+    }
+    by_rank[rank] = conn;
+    conn->rank = rank;
+    ++joined;
+    log_message(LogLevel::Trace, "{}: rank {} joined ({} of {})", where(), rank, joined, nranks);
+    if (joined == nranks) {
+      join_timer.cancel();
+      close_listener();
+    }
+  }
+
+  void on_contribute(int rank, uint32_t round, Bytes data) {
+    if (failed) return;
+    auto& slots = rounds[round];
+    slots.resize(nranks);
+    if (slots[rank]) return;  // a repeat: ignore
+    slots[rank] = std::move(data);
+    if (++round_counts[round] < nranks) return;
+    WireWriter out;
+    out.u32(round).u32(static_cast<uint32_t>(nranks));
+    for (const auto& slot : slots) out.bytes(*slot);
+    const Bytes frame = out.frame(MessageType::Table);
+    for (const auto& peer : by_rank) send(peer, frame);
+    rounds.erase(round);
+    round_counts.erase(round);
+  }
+
+  void on_goodbye(const ConnectionPtr& conn) {
+    conn->said_goodbye = true;
+    if (++goodbyes < nranks) return;
+    const Bytes frame = WireWriter().frame(MessageType::AllDone);
+    for (const auto& peer : by_rank) {
+      send(peer, frame);
+      finish_after_flush(peer);
+    }
+  }
+
+  void on_disconnect(const ConnectionPtr& conn) {
+    if (!conn->open) return;
+    const bool clean = conn->said_goodbye || conn->closing;
+    close(conn);
+    if (conn->rank < 0 || clean || failed) return;
+    if (joined < nranks) {
+      return fail_all(PLX_ERROR_REMOTE,
+                      fmt::format("rank {} lost during the rendezvous (connection closed)",
+                                  conn->rank));
+    }
+    report_lost(conn->rank, "connection closed");
+  }
+
+  void on_join_timeout() {
+    if (failed) return close_listener();  // late joiners have had their chance
+    if (joined >= nranks) return;
+    std::string missing;
+    for (int r = 0; r < nranks; ++r) {
+      if (by_rank[r]) continue;
+      missing += missing.empty() ? std::to_string(r) : ", " + std::to_string(r);
+    }
+    fail_all(PLX_ERROR_TIMEOUT,
+             fmt::format("{}: only {} of {} ranks joined within PLEXUS_TIMEOUT_MS={} ms; "
+                         "missing ranks: {}",
+                         where(), joined, nranks, timeout_ms, missing));
+    close_listener();
+  }
+
+  void report_lost(int rank, const std::string& reason) {
+    if (rank < 0 || rank >= nranks || lost[rank]) return;
+    lost[rank] = true;
+    log_message(LogLevel::Info, "{}: rank {} lost ({})", where(), rank, reason);
+    WireWriter out;
+    out.i32(rank).text(reason);
+    const Bytes frame = out.frame(MessageType::Lost);
+    for (const auto& peer : by_rank) {
+      if (peer && peer->rank != rank) send(peer, frame);
+    }
+  }
+
+  // Fails every rank that has connected. Until the join timeout, ranks that connect later get
+  // the same error, so every rank learns the real reason rather than timing out.
+  void fail_all(plx_result_t code, const std::string& message) {
+    if (failed) return;
+    failed = true;
+    failure_code = code;
+    failure_message = message;
+    log_message(LogLevel::Info, "{}: failing every rank: {}", where(), message);
+    WireWriter out;
+    out.u32(static_cast<uint32_t>(code)).text(message);
+    const Bytes frame = out.frame(MessageType::Error);
+    for (const auto& conn : connections) {
+      send(conn, frame);
+      finish_after_flush(conn);
+    }
+    if (!join_timer_running || joined >= nranks) close_listener();
+  }
+
+  // Sends an error to one connection and ends it; the others are unaffected.
+  void refuse(const ConnectionPtr& conn, plx_result_t code, const std::string& message) {
+    WireWriter out;
+    out.u32(static_cast<uint32_t>(code)).text(message);
+    send(conn, out.frame(MessageType::Error));
+    finish_after_flush(conn);
+  }
+
+  void send(const ConnectionPtr& conn, const Bytes& frame) {
+    if (!conn || !conn->open || conn->closing) return;
+    conn->outbox.push_back(frame);
+    if (!conn->writing) flush(conn);
+  }
+
+  void flush(const ConnectionPtr& conn) {
+    conn->writing = true;
+    asio::async_write(conn->socket, asio::buffer(conn->outbox.front()),
+                      [this, conn](const boost::system::error_code& ec, size_t) {
+                        conn->writing = false;
+                        if (ec) return on_disconnect(conn);
+                        conn->outbox.pop_front();
+                        if (!conn->outbox.empty()) return flush(conn);
+                        if (conn->closing && conn->open) {
+                          // Half-close: the peer reads what we sent, then closes; our pending
+                          // read sees that and closes our side. Avoids a reset losing data.
+                          boost::system::error_code ignored;
+                          conn->socket.shutdown(tcp::socket::shutdown_send, ignored);
+                        }
+                      });
+  }
+
+  // Marks the connection as ending: no further messages, half-close once the outbox drains.
+  void finish_after_flush(const ConnectionPtr& conn) {
+    if (!conn || !conn->open || conn->closing) return;
+    conn->closing = true;
+    if (!conn->writing && conn->outbox.empty()) {
+      boost::system::error_code ignored;
+      conn->socket.shutdown(tcp::socket::shutdown_send, ignored);
+    }
+  }
+
+  void close(const ConnectionPtr& conn) {
+    if (!conn->open) return;
+    conn->open = false;
+    boost::system::error_code ignored;
+    conn->socket.shutdown(tcp::socket::shutdown_both, ignored);
+    conn->socket.close(ignored);
+  }
+
+  void close_listener() {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+  }
+
+  void close_everything() {
+    close_listener();
+    join_timer.cancel();
+    for (const auto& conn : connections) close(conn);
+  }
+};
+
+RendezvousServer::RendezvousServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RendezvousServer::~RendezvousServer() { stop(); }
+
+plx_result_t RendezvousServer::start(const std::string& host, int port, uint64_t nonce,
+                                     int timeout_ms, std::unique_ptr<RendezvousServer>* out) {
+  auto impl = std::make_unique<Impl>();
+  impl->host = host;
+  impl->nonce = nonce;
+  impl->timeout_ms = timeout_ms;
+  boost::system::error_code ec;
+  asio::ip::address address = asio::ip::make_address(host, ec);
+  if (ec) {
+    tcp::resolver resolver(impl->io);
+    auto results = resolver.resolve(host, "", ec);
+    if (ec || results.empty()) {
+      return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot resolve rendezvous address {}: {}",
+                                                     host, ec.message()));
+    }
+    address = results.begin()->endpoint().address();
+  }
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (ec == boost::system::errc::address_not_available) {
+    log_message(LogLevel::Info, "{} is not a local address; listening on all addresses", host);
+    endpoint = tcp::endpoint(address.is_v6() ? tcp::v6() : tcp::v4(),
+                             static_cast<unsigned short>(port));
+    ec.clear();
+    impl->acceptor.bind(endpoint, ec);
+  }
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot listen on {}:{}: {}", host, port,
+                                                   ec.message()));
+  }
+  impl->port = impl->acceptor.local_endpoint().port();
+  log_message(LogLevel::Info, "rendezvous server listening on {}:{}", host, impl->port);
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->run(); });
+  out->reset(new RendezvousServer(std::move(impl)));
+  return PLX_SUCCESS;
+}
+
+int RendezvousServer::port() const { return impl_->port; }
+
+bool RendezvousServer::finished() const { return impl_->finished.load(); }
+
+bool RendezvousServer::wait_finished(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(impl_->finished_mutex);
+  impl_->finished_cv.wait_until(lock, deadline, [this] { return impl_->finished.load(); });
+  return impl_->finished.load();
+}
+
+void RendezvousServer::stop() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  if (impl_->owner_pid != getpid()) {
+    // A copy inherited through fork(): its thread lives only in the parent. Leave it be.
+    (void)impl_.release();
+    return;
+  }
+  if (!impl_->finished.load()) {
+    Impl* raw = impl_.get();
+    asio::post(raw->io, [raw] { raw->close_everything(); });
+  }
+  impl_->thread.join();
+}
+
+}  // namespace plexus::bootstrap

@@ -1,0 +1,51 @@
+// rendezvous_server.h - the root of the bootstrap: a TCP server (Boost.Asio, one background
+// thread) that every rank of one communicator connects to.
+//
+// It admits `nranks` ranks (the first HELLO fixes nranks; a disagreeing nranks or a rank claimed
+// twice fails every rank with PLX_ERROR_REMOTE), runs allgather rounds over their contributions,
+// and then serves as the liveness hub: a rank whose connection drops without GOODBYE is reported
+// to every other rank as LOST. When all ranks said GOODBYE it answers ALL_DONE and finishes.
+// If not every rank joins within timeout_ms of the first HELLO, all get PLX_ERROR_TIMEOUT naming
+// the missing ranks. After a failure the listener stays open until that timeout, so a rank that
+// arrives late is told the same error instead of timing out. See wire.h for the messages.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plexus/plexus.h"
+
+namespace plexus::bootstrap {
+
+class RendezvousServer {
+ public:
+  // Binds host:port (port 0: the kernel picks; a host that is not a local address falls back to
+  // the wildcard address), listens, and starts serving in a background thread. Returns
+  // PLX_ERROR_SYSTEM naming the address and the OS error if the listener cannot be opened.
+  static plx_result_t start(const std::string& host, int port, uint64_t nonce, int timeout_ms,
+                            std::unique_ptr<RendezvousServer>* out);
+
+  ~RendezvousServer();  // stop(), then frees
+  RendezvousServer(const RendezvousServer&) = delete;
+  RendezvousServer& operator=(const RendezvousServer&) = delete;
+
+  int port() const;  // the bound port (useful with port 0)
+
+  // True once the server has nothing left to do (all ranks gone, or it failed or was stopped).
+  bool finished() const;
+
+  // Waits until finished() or the deadline, whichever comes first. Returns finished().
+  bool wait_finished(std::chrono::steady_clock::time_point deadline);
+
+  // Closes the listener and every connection at once and joins the thread. Idempotent.
+  void stop();
+
+ private:
+  struct Impl;
+  explicit RendezvousServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace plexus::bootstrap

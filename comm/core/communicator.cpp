@@ -1,0 +1,171 @@
+// communicator.cpp - creating, destroying and aborting a communicator.
+//
+// Creation, in order:
+//   1. connect to the rendezvous server; round 0 gathers every rank's host id;
+//   2. local rank/size from the host ids (unless the launcher gave them), provider choice;
+//   3. open the endpoint; round 1 gathers "provider\0address" from every rank;
+//   4. insert the addresses, then hand the rendezvous connection to its liveness watcher.
+#include "comm/core/communicator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/core/config.h"
+#include "comm/core/error.h"
+#include "comm/core/log.h"
+#include "comm/transport/ofi/provider_select.h"
+#include "topology/host.h"
+
+namespace plexus::comm {
+
+namespace {
+
+using bootstrap::Bytes;
+
+Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+// "provider\0address" for round 1.
+Bytes endpoint_record(const std::string& provider, const std::vector<uint8_t>& address) {
+  Bytes record = to_bytes(provider);
+  record.push_back(0);
+  record.insert(record.end(), address.begin(), address.end());
+  return record;
+}
+
+plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
+                                    const std::string& my_provider,
+                                    std::vector<std::vector<uint8_t>>* addresses) {
+  addresses->clear();
+  for (size_t r = 0; r < records.size(); ++r) {
+    const Bytes& record = records[r];
+    auto zero = std::find(record.begin(), record.end(), uint8_t{0});
+    if (zero == record.end()) {
+      return set_error(PLX_ERROR_INTERNAL,
+                       fmt::format("rank {}: malformed endpoint record from rank {}", rank, r));
+    }
+    const std::string provider(record.begin(), zero);
+    if (provider != my_provider) {
+      return set_error(PLX_ERROR_TRANSPORT,
+                       fmt::format("rank {}: ranks chose different providers: rank {} uses {}, "
+                                   "rank {} uses {} (set PLEXUS_FI_PROVIDER for every rank)",
+                                   rank, rank, my_provider, r, provider));
+    }
+    addresses->emplace_back(zero + 1, record.end());
+  }
+  return PLX_SUCCESS;
+}
+
+}  // namespace
+
+plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
+  auto comm = std::make_unique<plx_comm>();
+  comm->rank = setup.rank;
+  comm->size = setup.nranks;
+  refresh_log_level();
+  set_log_rank(setup.rank);
+  PLX_CHECK(config_timeout_ms(&comm->timeout_ms));
+  PLX_CHECK(config_chunk_bytes(&comm->chunk_bytes));
+  std::optional<size_t> max_msg_bytes;
+  PLX_CHECK(config_bytes("PLEXUS_FI_MAX_MSG_BYTES", 0, SIZE_MAX, &max_msg_bytes));
+  comm->async = std::make_shared<AsyncState>();
+  comm->server = std::move(setup.server);
+
+  // 1. Rendezvous round 0: host ids.
+  const std::string my_host = topology::host_id();
+  std::vector<Bytes> hosts{to_bytes(my_host)};
+  const bool rendezvous = setup.address.port != 0;
+  if (rendezvous) {
+    PLX_CHECK(bootstrap::RendezvousClient::connect(setup.address, setup.rank, setup.nranks,
+                                                   comm->timeout_ms, comm->async,
+                                                   &comm->rendezvous));
+    PLX_CHECK(comm->rendezvous->allgather(0, to_bytes(my_host), &hosts));
+  }
+
+  // 2. Local rank and size, provider.
+  int local_rank = 0;
+  int local_size = 0;
+  for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
+    if (hosts[r] != hosts[setup.rank]) continue;
+    if (r < setup.rank) ++local_rank;
+    ++local_size;
+  }
+  const bool all_on_this_host = local_size == setup.nranks;
+  comm->local_rank = setup.local_rank >= 0 ? setup.local_rank : local_rank;
+  comm->local_size = setup.local_size >= 0 ? setup.local_size : local_size;
+  ofi::InfoPtr info;
+  PLX_CHECK(ofi::select_provider(setup.rank, all_on_this_host, &info));
+
+  // 3. Endpoint and address exchange.
+  PLX_CHECK(ofi::OfiTransport::open(std::move(info), setup.rank, setup.nranks, comm->timeout_ms,
+                                    max_msg_bytes.value_or(0), comm->async, &comm->transport));
+  const std::string provider = comm->transport->name();
+  std::vector<std::vector<uint8_t>> addresses{comm->transport->local_address()};
+  if (rendezvous) {
+    std::vector<Bytes> records;
+    PLX_CHECK(comm->rendezvous->allgather(
+        1, endpoint_record(provider, comm->transport->local_address()), &records));
+    PLX_CHECK(parse_endpoint_records(setup.rank, records, provider, &addresses));
+  }
+
+  // 4. Connect, then start watching peers.
+  PLX_CHECK(comm->transport->connect(addresses));
+  if (rendezvous) comm->rendezvous->start_watching();
+  log_message(LogLevel::Info, "communicator ready: rank {} of {}, local {} of {}, provider {}",
+              comm->rank, comm->size, comm->local_rank, comm->local_size, provider);
+  *out = comm.release();
+  return PLX_SUCCESS;
+}
+
+plx_result_t destroy_communicator(plx_comm* comm) {
+  plx_result_t result = PLX_SUCCESS;
+  if (comm->rendezvous) {
+    ofi::OfiTransport* transport = comm->transport.get();
+    result = comm->rendezvous->goodbye([transport] { transport->poll_once(); });
+    if (result == PLX_SUCCESS) clear_error();  // progress passes may have recorded noise
+  }
+  // Every rank has said goodbye (or one was lost): nobody needs our endpoint any more.
+  comm->transport.reset();
+  comm->rendezvous.reset();
+  if (comm->server) {
+    // Every rank has its ALL_DONE and is closing; a few seconds is plenty.
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::min<std::chrono::milliseconds>(std::chrono::milliseconds(comm->timeout_ms),
+                                            std::chrono::seconds(10));
+    if (!comm->server->wait_finished(deadline)) {
+      log_message(LogLevel::Warn, "rendezvous server still busy at shutdown; closing it");
+    }
+    comm->server.reset();
+  }
+  delete comm;
+  return result;
+}
+
+void abort_communicator(plx_comm* comm) {
+  comm->async->request_abort();
+  // Calls in flight on other threads see the flag within about a millisecond; wait for them to
+  // leave before freeing what they use. If one never leaves, leak rather than free under it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (comm->active_calls.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (comm->rendezvous) comm->rendezvous->abort_now("called plx_comm_abort");
+  if (comm->active_calls.load() > 0) {
+    log_message(LogLevel::Warn, "plx_comm_abort: a call is still running on the communicator "
+                                "after 10 s; its resources are leaked");
+    return;
+  }
+  comm->rendezvous.reset();
+  comm->server.reset();
+  comm->transport.reset();
+  delete comm;
+}
+
+}  // namespace plexus::comm

@@ -1,0 +1,309 @@
+// ofi_transport.cpp - Transport over libfabric tagged messages (see ofi_transport.h).
+#include "comm/transport/ofi/ofi_transport.h"
+
+#include <fmt/format.h>
+#include <rdma/fi_tagged.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <thread>
+
+#include "comm/core/error.h"
+#include "comm/core/log.h"
+
+namespace plexus::comm::ofi {
+
+using Clock = std::chrono::steady_clock;
+
+static_assert(sizeof(fi_context2) <= sizeof(Request::opaque),
+              "Request::opaque must hold a fi_context2");
+static_assert(offsetof(Request, opaque) == 0, "the context must start the Request");
+
+namespace {
+
+constexpr int kPartShift = 56;
+constexpr size_t kMaxParts = 256;
+// How long a provider error waits for the liveness channel to name a lost peer behind it.
+constexpr auto kLivenessGrace = std::chrono::milliseconds(1000);
+
+// Backs off an idle wait: yield first, then sleeps that grow with the idle time up to 1 ms.
+void idle_backoff(Clock::duration idle) {
+  using std::chrono::microseconds;
+  if (idle < microseconds(200)) {
+    sched_yield();
+    return;
+  }
+  const auto step = std::clamp<Clock::duration>(idle / 8, microseconds(20), microseconds(1000));
+  std::this_thread::sleep_for(step);
+}
+
+}  // namespace
+
+struct OfiTransport::SplitOp {
+  Request* req = nullptr;
+  size_t remaining = 0;
+  std::vector<fi_context2> contexts;  // one per part; never resized after posting starts
+};
+
+plx_result_t OfiTransport::open(InfoPtr info, int rank, int size, int timeout_ms,
+                                size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
+                                std::unique_ptr<OfiTransport>* out) {
+  std::unique_ptr<OfiTransport> transport(new OfiTransport());
+  transport->rank_ = rank;
+  transport->size_ = size;
+  transport->timeout_ = std::chrono::milliseconds(timeout_ms);
+  transport->async_ = std::move(async);
+  PLX_CHECK(Fabric::open(std::move(info), rank, &transport->fabric_));
+  PLX_CHECK(CompletionQueue::open(transport->fabric_->domain(), rank, &transport->cq_));
+  PLX_CHECK(Endpoint::open(*transport->fabric_, *transport->cq_, rank, &transport->endpoint_));
+  const size_t provider_max = transport->fabric_->max_msg_bytes();
+  transport->max_msg_bytes_ =
+      max_msg_bytes > 0 ? std::min(max_msg_bytes, provider_max) : provider_max;
+  log_message(LogLevel::Info, "transport {} open: address {} bytes, max message {} bytes",
+              transport->fabric_->provider_name(), transport->endpoint_->name().size(),
+              transport->max_msg_bytes_);
+  *out = std::move(transport);
+  return PLX_SUCCESS;
+}
+
+OfiTransport::~OfiTransport() {
+  if (!split_ops_.empty() && failure_ == PLX_SUCCESS) {
+    log_message(LogLevel::Warn, "transport closed with {} split messages in flight",
+                split_ops_.size());
+  }
+}
+
+plx_result_t OfiTransport::connect(const std::vector<std::vector<uint8_t>>& addresses) {
+  if (addresses.size() != static_cast<size_t>(size_)) {
+    return set_error(PLX_ERROR_INTERNAL, fmt::format("rank {}: {} addresses for {} ranks", rank_,
+                                                     addresses.size(), size_));
+  }
+  PLX_CHECK(endpoint_->insert_peers(addresses));
+  connected_ = true;
+  return PLX_SUCCESS;
+}
+
+plx_result_t OfiTransport::post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
+                                     Request& req) {
+  return post(true, peer, tag, const_cast<void*>(buf), bytes, req);
+}
+
+plx_result_t OfiTransport::post_recv(int peer, uint64_t tag, void* buf, size_t bytes,
+                                     Request& req) {
+  return post(false, peer, tag, buf, bytes, req);
+}
+
+plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
+                                Request& req) {
+  const char* what = is_send ? "post_send" : "post_recv";
+  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  if (!connected_) {
+    return set_error(PLX_ERROR_INTERNAL, fmt::format("rank {}: {} before connect", rank_, what));
+  }
+  if (peer < 0 || peer >= size_) {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT, fmt::format("rank {}: {}: peer {} not in 0..{}",
+                                                             rank_, what, peer, size_ - 1));
+  }
+  static unsigned char empty_buffer[1];
+  if (!buf) buf = empty_buffer;  // zero-byte messages still need a valid address
+  req.done = false;
+  req.result = PLX_SUCCESS;
+  req.peer = peer;
+  req.bytes = bytes;
+  log_message(LogLevel::Trace, "{} peer {} tag {:#x} {} bytes", what, peer, tag, bytes);
+  if (bytes <= max_msg_bytes_) return post_one(is_send, peer, tag, buf, bytes, req.opaque);
+
+  const size_t parts = (bytes + max_msg_bytes_ - 1) / max_msg_bytes_;
+  if (parts > kMaxParts) {
+    return set_error(PLX_ERROR_UNSUPPORTED,
+                     fmt::format("rank {}: {}: {} bytes to rank {} need {} parts of {} bytes; "
+                                 "at most {} are supported",
+                                 rank_, what, bytes, peer, parts, max_msg_bytes_, kMaxParts));
+  }
+  if ((tag >> kPartShift) != 0) {
+    return set_error(PLX_ERROR_INTERNAL,
+                     fmt::format("rank {}: {}: tag {:#x} uses bits {}..63, reserved for split "
+                                 "messages",
+                                 rank_, what, tag, kPartShift));
+  }
+  auto op = std::make_unique<SplitOp>();
+  op->req = &req;
+  op->remaining = parts;
+  op->contexts.resize(parts);
+  SplitOp* raw = op.get();
+  for (auto& context : op->contexts) split_parts_[&context] = raw;
+  split_ops_[raw] = std::move(op);
+  auto* base = static_cast<unsigned char*>(buf);
+  for (size_t i = 0; i < parts; ++i) {
+    const size_t offset = i * max_msg_bytes_;
+    const size_t part_bytes = std::min(max_msg_bytes_, bytes - offset);
+    PLX_CHECK(post_one(is_send, peer, tag | (static_cast<uint64_t>(i) << kPartShift),
+                       base + offset, part_bytes, &raw->contexts[i]));
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t OfiTransport::post_one(bool is_send, int peer, uint64_t tag, void* buf,
+                                    size_t bytes, void* context) {
+  const auto start = Clock::now();
+  while (true) {
+    const ssize_t ret =
+        is_send ? fi_tsend(endpoint_->ep(), buf, bytes, nullptr, endpoint_->peer(peer), tag,
+                           context)
+                : fi_trecv(endpoint_->ep(), buf, bytes, nullptr, endpoint_->peer(peer), tag, 0,
+                           context);
+    if (ret == 0) return PLX_SUCCESS;
+    if (ret != -FI_EAGAIN) {
+      ofi_error(rank_, is_send ? "fi_tsend" : "fi_trecv", ret,
+                fmt::format("{} bytes {} rank {}", bytes, is_send ? "to" : "from", peer));
+      return fail(PLX_ERROR_TRANSPORT, last_error());
+    }
+    // The provider's queues are full: make progress, then retry.
+    size_t completed = 0;
+    PLX_CHECK(progress(&completed));
+    if (async_->aborted() || async_->error() != PLX_SUCCESS) {
+      return check_async(fmt::format("posting a {} rank {}", is_send ? "send to" : "receive from",
+                                     peer).c_str());
+    }
+    const auto now = Clock::now();
+    if (now - start > timeout_) {
+      return fail(PLX_ERROR_TIMEOUT,
+                  fmt::format("rank {}: {} to rank {} stayed busy (FI_EAGAIN) for "
+                              "PLEXUS_TIMEOUT_MS={} ms",
+                              rank_, is_send ? "fi_tsend" : "fi_trecv", peer, timeout_.count()));
+    }
+    if (completed == 0) idle_backoff(now - start);
+  }
+}
+
+plx_result_t OfiTransport::progress(size_t* completed) {
+  *completed = 0;
+  Completion entries[16];
+  for (int pass = 0; pass < 64; ++pass) {
+    size_t count = 0;
+    if (cq_->poll(entries, 16, &count) != PLX_SUCCESS) {
+      return fail(PLX_ERROR_TRANSPORT, last_error());
+    }
+    for (size_t i = 0; i < count; ++i) complete(entries[i]);
+    *completed += count;
+    if (failure_ != PLX_SUCCESS) return sticky_failure();
+    if (count == 0) break;
+  }
+  return PLX_SUCCESS;
+}
+
+void OfiTransport::complete(const Completion& completion) {
+  Request* req = nullptr;
+  bool finished = true;
+  if (!split_parts_.empty()) {
+    if (auto it = split_parts_.find(completion.context); it != split_parts_.end()) {
+      SplitOp* op = it->second;
+      split_parts_.erase(it);
+      req = op->req;
+      finished = --op->remaining == 0;
+      if (finished) split_ops_.erase(op);
+    }
+  }
+  if (!req) req = reinterpret_cast<Request*>(completion.context);
+  if (completion.result != PLX_SUCCESS) {
+    req->result = completion.result;
+    req->done = true;
+    fail(completion.result, fmt::format("rank {}: {} rank {}: {}", rank_,
+                                        completion.is_send ? "send to" : "receive from",
+                                        req->peer, completion.error));
+    return;
+  }
+  if (finished) {
+    req->done = true;
+    log_message(LogLevel::Trace, "{} rank {} complete ({} bytes)",
+                completion.is_send ? "send to" : "receive from", req->peer, req->bytes);
+  }
+}
+
+plx_result_t OfiTransport::check_async(const char* during) {
+  if (async_->aborted()) {
+    return fail(PLX_ERROR_ABORTED,
+                fmt::format("rank {}: {}: the communicator was aborted (plx_comm_abort)", rank_,
+                            during));
+  }
+  if (const plx_result_t code = async_->error(); code != PLX_SUCCESS) {
+    return fail(code, fmt::format("rank {}: {}: {}", rank_, during, async_->message()));
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t OfiTransport::wait_all(Request* const* reqs, size_t n) {
+  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  auto last_progress = Clock::now();
+  while (true) {
+    size_t completed = 0;
+    PLX_CHECK(progress(&completed));
+    size_t pending = 0;
+    const Request* first = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] && !reqs[i]->done) {
+        if (!first) first = reqs[i];
+        ++pending;
+      }
+    }
+    if (pending == 0) return PLX_SUCCESS;
+    const auto describe = [&] {
+      return fmt::format("waiting for {} of {} requests (first: with rank {}, {} bytes)", pending,
+                         n, first->peer, first->bytes);
+    };
+    if (async_->aborted() || async_->error() != PLX_SUCCESS) {
+      return check_async(describe().c_str());
+    }
+    const auto now = Clock::now();
+    if (completed > 0) {
+      last_progress = now;
+      continue;
+    }
+    if (now - last_progress > timeout_) {
+      return fail(PLX_ERROR_TIMEOUT,
+                  fmt::format("rank {}: {}: no progress for PLEXUS_TIMEOUT_MS={} ms", rank_,
+                              describe(), timeout_.count()));
+    }
+    idle_backoff(now - last_progress);
+  }
+}
+
+plx_result_t OfiTransport::test(Request& req, bool* done) {
+  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  size_t completed = 0;
+  PLX_CHECK(progress(&completed));
+  PLX_CHECK(check_async("testing a request"));
+  *done = req.done;
+  return PLX_SUCCESS;
+}
+
+void OfiTransport::poll_once() {
+  if (failure_ != PLX_SUCCESS) return;
+  size_t completed = 0;
+  progress(&completed);
+}
+
+plx_result_t OfiTransport::fail(plx_result_t code, std::string message) {
+  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  if (code == PLX_ERROR_TRANSPORT) {
+    // A peer that died usually shows up here first (a reset connection); give the liveness
+    // channel a moment to say which rank it was, since that is the actionable news.
+    const auto until = Clock::now() + kLivenessGrace;
+    while (async_->error() == PLX_SUCCESS && !async_->aborted() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (async_->error() != PLX_SUCCESS) {
+      code = async_->error();
+      message = fmt::format("rank {}: {} (transport: {})", rank_, async_->message(), message);
+    }
+  }
+  failure_ = code;
+  failure_message_ = std::move(message);
+  log_message(LogLevel::Info, "transport failed: {}", failure_message_);
+  return set_error(failure_, failure_message_);
+}
+
+plx_result_t OfiTransport::sticky_failure() const { return set_error(failure_, failure_message_); }
+
+}  // namespace plexus::comm::ofi

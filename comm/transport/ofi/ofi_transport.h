@@ -1,0 +1,91 @@
+// ofi_transport.h - the Transport over libfabric tagged messages on an RDM endpoint.
+//
+// One OfiTransport per communicator: its own fabric, domain, completion queue and endpoint, so
+// tags never cross communicators. Sends and receives map to fi_tsend / fi_trecv with directed
+// receive (FI_DIRECTED_RECV: a receive matches only its peer). A message larger than the
+// provider's max_msg_size (or PLEXUS_FI_MAX_MSG_BYTES) is split into up to 256 parts whose tags
+// carry the part index in bits 56..63; such a message must be received with exactly its size.
+//
+// Progress is manual: wait_all() polls the completion queue, and when nothing completes yields
+// the CPU, then sleeps in steps growing to 1 ms, so many ranks can share few cores. Each pass
+// checks the abort flag and the liveness state (AsyncState). The first failure (a provider
+// error, a lost peer, abort, timeout) is sticky: the transport stops touching the provider and
+// every later call returns the same error, since the communicator must be rebuilt anyway.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "comm/core/async_state.h"
+#include "comm/transport/ofi/completion_queue.h"
+#include "comm/transport/ofi/endpoint.h"
+#include "comm/transport/ofi/fabric.h"
+#include "comm/transport/transport.h"
+
+namespace plexus::comm::ofi {
+
+class OfiTransport final : public Transport {
+ public:
+  // Opens fabric, domain, completion queue and endpoint for `info` (ownership taken).
+  // max_msg_bytes == 0 uses the provider's limit.
+  static plx_result_t open(InfoPtr info, int rank, int size, int timeout_ms,
+                           size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
+                           std::unique_ptr<OfiTransport>* out);
+  ~OfiTransport() override;
+
+  // This endpoint's address, for the rendezvous.
+  const std::vector<uint8_t>& local_address() const { return endpoint_->name(); }
+  // Inserts every rank's address (index = rank); required before the first post.
+  plx_result_t connect(const std::vector<std::vector<uint8_t>>& addresses);
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return fabric_->provider_name().c_str(); }
+
+  plx_result_t post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
+                         Request& req) override;
+  plx_result_t post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Request& req) override;
+  plx_result_t wait_all(Request* const* reqs, size_t n) override;
+  plx_result_t test(Request& req, bool* done) override;
+
+  // One progress pass with nothing to wait for (plx_comm_destroy calls it while the other
+  // ranks finish). Does nothing once the transport has failed. Never blocks.
+  void poll_once();
+
+ private:
+  struct SplitOp;
+  OfiTransport() = default;
+
+  plx_result_t post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes, Request& req);
+  // Posts one fi_tsend/fi_trecv, retrying FI_EAGAIN with progress until the timeout.
+  plx_result_t post_one(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
+                        void* context);
+  // Reads the completion queue until it is empty; *completed counts finished operations.
+  plx_result_t progress(size_t* completed);
+  void complete(const Completion& completion);
+  // Checks abort and liveness; on news, fails the transport.
+  plx_result_t check_async(const char* during);
+  // Records the first failure and returns it; later calls return it again.
+  plx_result_t fail(plx_result_t code, std::string message);
+  plx_result_t sticky_failure() const;
+
+  int rank_ = 0;
+  int size_ = 0;
+  std::chrono::milliseconds timeout_{0};
+  size_t max_msg_bytes_ = 0;
+  std::shared_ptr<AsyncState> async_;
+  std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::unique_ptr<Endpoint> endpoint_;
+  bool connected_ = false;
+  plx_result_t failure_ = PLX_SUCCESS;
+  std::string failure_message_;
+  // Contexts of the parts of split messages -> their operation (empty almost always).
+  std::unordered_map<void*, SplitOp*> split_parts_;
+  std::unordered_map<SplitOp*, std::unique_ptr<SplitOp>> split_ops_;
+};
+
+}  // namespace plexus::comm::ofi

@@ -1,0 +1,17 @@
+// ofi_util.cpp - libfabric error text.
+#include "comm/transport/ofi/ofi_util.h"
+
+#include <fmt/format.h>
+
+#include "comm/core/error.h"
+
+namespace plexus::comm::ofi {
+
+plx_result_t ofi_error(int rank, std::string_view call, long ret, std::string_view detail) {
+  std::string message = fmt::format("rank {}: {} failed: {} ({})", rank, call,
+                                    fi_strerror(static_cast<int>(ret < 0 ? -ret : ret)), ret);
+  if (!detail.empty()) message += fmt::format(": {}", detail);
+  return set_error(PLX_ERROR_TRANSPORT, std::move(message));
+}
+
+}  // namespace plexus::comm::ofi
