@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <new>
 #include <string>
 #include <string_view>
@@ -152,6 +153,17 @@ plx_result_t plx_get_version(int* version) {
   return guarded("plx_get_version", [&] {
     if (!version) return null_argument("plx_get_version", nullptr, "version");
     *version = PLX_VERSION;
+    return PLX_SUCCESS;
+  });
+}
+
+plx_result_t plx_print_config(FILE* out) {
+  return guarded("plx_print_config", [&] {
+    if (!out) return null_argument("plx_print_config", nullptr, "out");
+    plexus::print_config_table(out);
+    if (std::ferror(out) || std::fflush(out) != 0) {
+      return set_error(PLX_ERROR_SYSTEM, "plx_print_config: writing the table failed");
+    }
     return PLX_SUCCESS;
   });
 }

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -232,6 +233,13 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
  * plx_allreduce().
  */
 plx_result_t plx_barrier(plx_comm_t comm);
+
+/* Writes the table of every PLEXUS_* environment variable libplexus reads to `out`: per
+ * variable its name, type (integer, bytes, string, level), default and a one-paragraph help text,
+ * in the order of the table in comm/core/config.cpp. docs/tuning.md is kept in step with it by a
+ * test. Returns PLX_ERROR_INVALID_ARGUMENT if out is NULL; PLX_ERROR_SYSTEM if writing fails.
+ * Thread-safe. */
+plx_result_t plx_print_config(FILE* out);
 
 /* Size in bytes of one element of datatype, or 0 if datatype is out of range. */
 size_t plx_datatype_size(plx_datatype_t datatype);

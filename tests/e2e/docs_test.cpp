@@ -1,0 +1,34 @@
+// The docs stay true: every variable in the configuration table is documented.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/support/subprocess.h"
+
+namespace plexus::test {
+namespace {
+
+TEST(DocsTest, TuningGuideListsEveryVariable) {
+  CommandResult table = run_command({PLEXUS_INFO_PATH, "--env"}, 60);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/docs/tuning.md");
+  ASSERT_TRUE(in) << "docs/tuning.md is missing";
+  std::stringstream doc;
+  doc << in.rdbuf();
+  std::istringstream lines(table.output);
+  std::string line;
+  int variables = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("PLEXUS_", 0) != 0) continue;
+    ++variables;
+    const std::string name = line.substr(0, line.find(' '));
+    EXPECT_NE(doc.str().find(line), std::string::npos)
+        << name << " is not in docs/tuning.md as plexus-info --env prints it: " << line;
+  }
+  EXPECT_GE(variables, 10) << table.output;
+}
+
+}  // namespace
+}  // namespace plexus::test

@@ -1,0 +1,45 @@
+// plexus-info: what this Plexus build is and how it can be configured.
+//   plexus-info            version, CUDA, the plugins found
+//   plexus-info --env      the table of every PLEXUS_* variable (name, type, default, help)
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "engine/device/device.h"
+#include "engine/plugin/plugin_loader.h"
+#include "plexus/plexus.h"
+
+
+int main(int argc, char** argv) {
+  bool env = false;
+  CLI::App app{"plexus-info: this Plexus build and its configuration"};
+  app.add_flag("--env", env, "print the table of PLEXUS_* environment variables");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (env) {
+    if (plx_print_config(stdout) != PLX_SUCCESS) {
+      std::fprintf(stderr, "plexus-info: %s\n", plx_get_last_error(nullptr));
+      return 1;
+    }
+    std::printf("PLEXUS_PLUGIN_PATH (string, default: unset)\n"
+                "    Colon-separated folders searched first for libplexus_plugin_<name>.so "
+                "(read by the engine).\n");
+    return 0;
+  }
+  int version = 0;
+  plx_get_version(&version);
+  std::printf("Plexus %d.%d.%d\n", version / 10000, version / 100 % 100, version % 100);
+  std::string why;
+  int gpus = plexus::engine::cuda_device_count(&why);
+  std::printf("CUDA: %s, %d device(s)%s%s\n",
+              plexus::engine::cuda_compiled() ? "compiled in" : "not compiled in", gpus,
+              gpus ? "" : ": ", gpus ? "" : why.c_str());
+  std::printf("plugins:");
+  for (const std::string& name : plexus::engine::available_plugins()) std::printf(" %s", name.c_str());
+  std::printf("\n");
+  return 0;
+}
