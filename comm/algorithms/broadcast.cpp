@@ -1,0 +1,126 @@
+// broadcast.cpp - binomial-tree broadcast for small messages, pipelined chain for large ones.
+//
+// Ranks are renumbered relative to the root, v = (rank - root) mod n, so the root is v = 0.
+//
+// Small messages (count * elem_bytes < chunk_bytes): binomial tree, ceil(log2 n) rounds
+// (the MPICH algorithm; R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective
+// communication operations in MPICH", IJHPCA 19(1), 2005). In round j, every rank that already
+// has the data sends it to v + 2^j. A rank receives once, from v minus its lowest set bit, then
+// sends to v + 2^j for every 2^j below that bit. n = 7:
+//
+//                 0
+//         +-------+---+---+
+//         4       2       1          round 0: 0->1    round 1: 0->2, 1->3
+//       +-+-+     |                  round 2: 0->4, 1->5, 2->6
+//       6   5     3
+//
+//   Latency ceil(log2 n) messages; the root sends count * elem_bytes per child (log2 n children).
+//
+// Large messages: pipelined chain 0 -> 1 -> ... -> n-1 in slices of at most chunk_bytes
+// (the pipelined ring broadcast, e.g. Patarasuk & Yuan's pipelined broadcast, JPDC 2009):
+//
+//   v0 --s0 s1 s2--> v1 --s0 s1 s2--> v2 --> ... --> v(n-1)
+//
+//   Each non-root rank receives slice k into recvbuf (kRecvDepth receives posted ahead) and
+//   forwards it while slice k+1 arrives: recv_copy_send, and recv on the last rank. Time ~
+//   (n - 2 + slices) slice-times; every rank but the last sends count * elem_bytes once.
+//
+// Tags: tree message tag_base | 0 (one per receiver); chain slice k is tag_base | k.
+// In place on the root when sendbuf == recvbuf; otherwise the root copies sendbuf into recvbuf.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/pipeline.h"
+#include "comm/core/error.h"
+#include "comm/reduce/reduce.h"
+
+namespace plexus::comm {
+namespace {
+
+constexpr size_t kSendDepth = 4;
+constexpr size_t kRecvDepth = 4;
+
+plx_result_t binomial_tree(Transport& transport, uint64_t tag_base, const void* src, void* dst,
+                           size_t bytes, int root) {
+  const int n = transport.size();
+  const int v = (transport.rank() - root + n) % n;
+  const auto real = [&](int vr) { return (vr + root) % n; };
+  // The lowest set bit of v (its parent is v - mask), or the first power of two >= n at the root.
+  int mask = 1;
+  while (v != 0 ? !(v & mask) : mask < n) mask <<= 1;
+  int children = 0;
+  for (int bit = mask >> 1; bit > 0; bit >>= 1) children += v + bit < n ? 1 : 0;
+  Pipeline pipe(transport, children, 1, 0);  // owns the requests, even on failure
+  // recv from the parent
+  if (v != 0) {
+    PLX_CHECK(pipe.post_recv(real(v - mask), tag_base, dst, bytes));
+    PLX_CHECK(pipe.wait_recv());
+    src = dst;
+  }
+  // send to the children v + 2^j for 2^j < mask, largest subtree first
+  for (int bit = mask >> 1; bit > 0; bit >>= 1) {
+    if (v + bit < n) PLX_CHECK(pipe.send(real(v + bit), tag_base, src, bytes));
+  }
+  return pipe.finish();
+}
+
+plx_result_t chain(Transport& transport, uint64_t tag_base, const void* src, void* dst,
+                   size_t bytes, size_t slice_bytes, int root) {
+  const int n = transport.size();
+  const int v = (transport.rank() - root + n) % n;
+  const int prev = (transport.rank() + n - 1) % n;
+  const int next = (transport.rank() + 1) % n;
+  // Slice numbers must fit in the 32 free tag bits.
+  slice_bytes = std::max(slice_bytes, bytes / std::numeric_limits<uint32_t>::max() + 1);
+  const size_t slices = (bytes + slice_bytes - 1) / slice_bytes;
+  const auto slice_len = [&](size_t k) { return std::min(slice_bytes, bytes - k * slice_bytes); };
+  Pipeline pipe(transport, kSendDepth, kRecvDepth, 0);
+  auto* out = static_cast<unsigned char*>(dst);
+
+  const auto send = [&](size_t k, const unsigned char* base) {
+    return pipe.send(next, tag_base | k, base + k * slice_bytes, slice_len(k));
+  };
+  const auto post_recv = [&](size_t k) -> plx_result_t {
+    if (k >= slices) return PLX_SUCCESS;
+    return pipe.post_recv(prev, tag_base | k, out + k * slice_bytes, slice_len(k));
+  };
+  const auto recv = [&](size_t k) -> plx_result_t {
+    PLX_CHECK(pipe.wait_recv());
+    return post_recv(k + kRecvDepth);
+  };
+  const auto recv_copy_send = [&](size_t k) -> plx_result_t {
+    PLX_CHECK(recv(k));
+    return send(k, out);  // slice k now sits in recvbuf
+  };
+
+  if (v == 0) {
+    for (size_t k = 0; k < slices; ++k) PLX_CHECK(send(k, static_cast<const unsigned char*>(src)));
+  } else {
+    for (size_t k = 0; k < std::min(kRecvDepth, slices); ++k) PLX_CHECK(post_recv(k));
+    for (size_t k = 0; k < slices; ++k) {
+      PLX_CHECK(v == n - 1 ? recv(k) : recv_copy_send(k));
+    }
+  }
+  return pipe.finish();
+}
+
+}  // namespace
+
+plx_result_t broadcast(Transport& transport, uint64_t tag_base, const void* sendbuf, void* recvbuf,
+                       size_t count, plx_datatype_t datatype, int root, size_t chunk_bytes) {
+  const size_t bytes = count * datatype_bytes(datatype);
+  const bool is_root = transport.rank() == root;
+  if (bytes == 0) return PLX_SUCCESS;
+  if (is_root && sendbuf != recvbuf) std::memcpy(recvbuf, sendbuf, bytes);
+  if (transport.size() == 1) return PLX_SUCCESS;
+  // From here on every rank works in recvbuf: the root's holds the data in place or not.
+  if (bytes < chunk_bytes) {
+    return binomial_tree(transport, tag_base, recvbuf, recvbuf, bytes, root);
+  }
+  return chain(transport, tag_base, recvbuf, recvbuf, bytes, std::max<size_t>(chunk_bytes, 1),
+               root);
+}
+
+}  // namespace plexus::comm

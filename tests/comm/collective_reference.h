@@ -1,0 +1,201 @@
+// collective_reference.h - closed-form inputs and expected results of the collective tests
+// (algorithms_thread_test on threads, allreduce_test and broadcast_test on real ranks).
+//
+// Inputs are small integers chosen so that every allreduce result is exact in every datatype,
+// whatever order the ranks' contributions are combined in:
+//   sum/avg  (7r + 3i) mod 11, minus 5 for signed types and floats: |sum| <= 5n
+//   prod     {1, 2, -1} (unsigned: {1, 2, 3}) at (r + 2i) mod 3: |prod| <= 2^n, exact in
+//            float16/bfloat16 up to n = 8 (11 and 8 significant bits), wrapping for ints
+//   min/max  (5r + 3i) mod 13, minus 6 for signed types and floats
+// so the reference needs no tolerance: int8 sums stay within range (n <= 25), float16 and
+// bfloat16 hold every integer up to 256 exactly, and PLX_AVG divides once in the datatype's own
+// arithmetic (float16/bfloat16 in float32, then rounded to nearest even), as the library does.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/reduce/half.h"
+#include "comm/reduce/reduce.h"
+#include "plexus/plexus.h"
+
+namespace plexus::test {
+
+inline const char* datatype_name(plx_datatype_t dt) {
+  static const char* const kNames[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                       "uint64", "float16", "bfloat16", "float32", "float64"};
+  return dt >= 0 && dt < PLX_NUM_DATATYPES ? kNames[dt] : "?";
+}
+
+inline const char* op_name(plx_red_op_t op) {
+  static const char* const kNames[] = {"sum", "prod", "min", "max", "avg"};
+  return op >= 0 && op < PLX_NUM_OPS ? kNames[op] : "?";
+}
+
+inline bool is_unsigned(plx_datatype_t dt) {
+  return dt == PLX_UINT8 || dt == PLX_UINT32 || dt == PLX_UINT64;
+}
+
+// Stores the small integer v as one element of dt (integers wrap modulo 2^bits).
+inline void encode(plx_datatype_t dt, int64_t v, unsigned char* p) {
+  const auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  switch (dt) {
+    case PLX_INT8: return put(static_cast<int8_t>(v));
+    case PLX_UINT8: return put(static_cast<uint8_t>(v));
+    case PLX_INT32: return put(static_cast<int32_t>(v));
+    case PLX_UINT32: return put(static_cast<uint32_t>(v));
+    case PLX_INT64: return put(static_cast<int64_t>(v));
+    case PLX_UINT64: return put(static_cast<uint64_t>(v));
+    case PLX_FLOAT16: return put(comm::float_to_half(static_cast<float>(v)));
+    case PLX_BFLOAT16: return put(comm::float_to_bf16(static_cast<float>(v)));
+    case PLX_FLOAT32: return put(static_cast<float>(v));
+    default: return put(static_cast<double>(v));
+  }
+}
+
+// The PLX_AVG element: the sum divided by n in the datatype's own arithmetic.
+inline void encode_avg(plx_datatype_t dt, int64_t sum, int n, unsigned char* p) {
+  const auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  const float quotient = static_cast<float>(sum) / static_cast<float>(n);
+  switch (dt) {
+    case PLX_FLOAT16: return put(comm::float_to_half(quotient));
+    case PLX_BFLOAT16: return put(comm::float_to_bf16(quotient));
+    case PLX_FLOAT32: return put(quotient);
+    case PLX_FLOAT64: return put(static_cast<double>(sum) / static_cast<double>(n));
+    default: return encode(dt, sum / n, p);  // C++ truncates toward zero, as PLX_AVG does
+  }
+}
+
+// One element as text, for failure messages.
+inline std::string show(plx_datatype_t dt, const unsigned char* p) {
+  const auto get = [p](auto x) {
+    std::memcpy(&x, p, sizeof(x));
+    return x;
+  };
+  switch (dt) {
+    case PLX_INT8: return std::to_string(get(int8_t{}));
+    case PLX_UINT8: return std::to_string(get(uint8_t{}));
+    case PLX_INT32: return std::to_string(get(int32_t{}));
+    case PLX_UINT32: return std::to_string(get(uint32_t{}));
+    case PLX_INT64: return std::to_string(get(int64_t{}));
+    case PLX_UINT64: return std::to_string(get(uint64_t{}));
+    case PLX_FLOAT16: return std::to_string(comm::half_to_float(get(uint16_t{})));
+    case PLX_BFLOAT16: return std::to_string(comm::bf16_to_float(get(uint16_t{})));
+    case PLX_FLOAT32: return std::to_string(get(float{}));
+    default: return std::to_string(get(double{}));
+  }
+}
+
+// Inputs repeat with this period in the index i (see the file comment).
+inline size_t input_period(plx_red_op_t op) {
+  return op == PLX_SUM || op == PLX_AVG ? 11 : op == PLX_PROD ? 3 : 13;
+}
+
+// Allreduce input of rank r at index i.
+inline int64_t allreduce_input(plx_red_op_t op, plx_datatype_t dt, int r, size_t i) {
+  const bool u = is_unsigned(dt);
+  switch (op) {
+    case PLX_SUM:
+    case PLX_AVG: return static_cast<int64_t>((r * 7 + i * 3) % 11) - (u ? 0 : 5);
+    case PLX_PROD: {
+      static const int64_t kSigned[] = {1, 2, -1}, kUnsigned[] = {1, 2, 3};
+      return (u ? kUnsigned : kSigned)[(r + 2 * i) % 3];
+    }
+    default: return static_cast<int64_t>((r * 5 + i * 3) % 13) - (u ? 0 : 6);
+  }
+}
+
+// One period of rank r's input, encoded: element i is pattern[(i % period) * elem].
+inline std::vector<unsigned char> input_pattern(plx_red_op_t op, plx_datatype_t dt, int r) {
+  const size_t elem = comm::datatype_bytes(dt), period = input_period(op);
+  std::vector<unsigned char> pattern(period * elem);
+  for (size_t i = 0; i < period; ++i) encode(dt, allreduce_input(op, dt, r, i), &pattern[i * elem]);
+  return pattern;
+}
+
+// One period of the expected allreduce result over n ranks, encoded like input_pattern.
+inline std::vector<unsigned char> expected_pattern(plx_red_op_t op, plx_datatype_t dt, int n) {
+  const size_t elem = comm::datatype_bytes(dt), period = input_period(op);
+  std::vector<unsigned char> pattern(period * elem);
+  for (size_t i = 0; i < period; ++i) {
+    int64_t acc = allreduce_input(op, dt, 0, i);
+    for (int r = 1; r < n; ++r) {
+      const int64_t v = allreduce_input(op, dt, r, i);
+      if (op == PLX_PROD)
+        acc *= v;
+      else if (op == PLX_MIN)
+        acc = std::min(acc, v);
+      else if (op == PLX_MAX)
+        acc = std::max(acc, v);
+      else
+        acc += v;
+    }
+    if (op == PLX_AVG)
+      encode_avg(dt, acc, n, &pattern[i * elem]);
+    else
+      encode(dt, acc, &pattern[i * elem]);
+  }
+  return pattern;
+}
+
+// Fills count elements of buf by repeating pattern (whose length is a multiple of elem).
+inline void fill_periodic(unsigned char* buf, size_t count, size_t elem,
+                          const std::vector<unsigned char>& pattern) {
+  const size_t period = pattern.size() / elem;
+  for (size_t i = 0; i < count; i += period) {
+    std::memcpy(buf + i * elem, pattern.data(), std::min(period, count - i) * elem);
+  }
+}
+
+// "" if count elements of buf repeat pattern, else "index I: got X, want Y" for the first miss.
+inline std::string check_periodic(const unsigned char* buf, size_t count, plx_datatype_t dt,
+                                  const std::vector<unsigned char>& pattern) {
+  const size_t elem = comm::datatype_bytes(dt), period = pattern.size() / elem;
+  for (size_t i = 0; i < count; i += period) {
+    const size_t len = std::min(period, count - i);
+    if (std::memcmp(buf + i * elem, pattern.data(), len * elem) == 0) continue;
+    for (size_t j = 0; j < len; ++j) {
+      if (std::memcmp(buf + (i + j) * elem, &pattern[j * elem], elem) != 0) {
+        return "index " + std::to_string(i + j) + ": got " + show(dt, buf + (i + j) * elem) +
+               ", want " + show(dt, &pattern[j * elem]);
+      }
+    }
+  }
+  return "";
+}
+
+// Broadcast payload of the root's buffer, one period (101 elements) encoded: element i is
+// ((7i + 13 root) mod 101) - 50, which depends on the root so a message from the wrong root shows.
+inline std::vector<unsigned char> broadcast_pattern(plx_datatype_t dt, int root) {
+  const size_t elem = comm::datatype_bytes(dt), period = 101;
+  std::vector<unsigned char> pattern(period * elem);
+  for (size_t i = 0; i < period; ++i) {
+    encode(dt, static_cast<int64_t>((i * 7 + static_cast<size_t>(root) * 13) % 101) - 50,
+           &pattern[i * elem]);
+  }
+  return pattern;
+}
+
+// For forked ranks: creates the world communicator from the environment (tests/support/
+// multiprocess.h sets it) and checks its size and that it runs on `provider` (no silent
+// fallback to another provider). Returns "" or the reason, with plx_get_last_error().
+inline std::string init_world(int n, const char* provider, plx_comm_t* comm) {
+  if (plx_comm_init_from_env(comm) != PLX_SUCCESS) {
+    return std::string("plx_comm_init_from_env: ") + plx_get_last_error(nullptr);
+  }
+  int size = 0;
+  const char* name = nullptr;
+  if (plx_comm_size(*comm, &size) != PLX_SUCCESS || size != n) {
+    return "plx_comm_size gave " + std::to_string(size) + ", want " + std::to_string(n);
+  }
+  if (plx_comm_transport_name(*comm, &name) != PLX_SUCCESS ||
+      std::string(name).find(provider) == std::string::npos) {
+    return std::string("runs on provider ") + (name ? name : "?") + ", want " + provider;
+  }
+  return "";
+}
+
+}  // namespace plexus::test
