@@ -11,13 +11,13 @@ namespace plexus::test {
 namespace {
 
 TEST(DocsTest, TuningGuideListsEveryVariable) {
-  CommandResult table = run_command({PLEXUS_INFO_PATH, "--env"}, 60);
-  ASSERT_EQ(table.exit_code, 0) << table.output;
+  ProcessResult table = run_process({PLEXUS_INFO_PATH, "--env"}, 60);
+  ASSERT_EQ(table.exit_code, 0) << (table.out + table.err);
   std::ifstream in(std::string(PLEXUS_SOURCE_DIR) + "/docs/tuning.md");
   ASSERT_TRUE(in) << "docs/tuning.md is missing";
   std::stringstream doc;
   doc << in.rdbuf();
-  std::istringstream lines(table.output);
+  std::istringstream lines((table.out + table.err));
   std::string line;
   int variables = 0;
   while (std::getline(lines, line)) {
@@ -27,7 +27,7 @@ TEST(DocsTest, TuningGuideListsEveryVariable) {
     EXPECT_NE(doc.str().find(line), std::string::npos)
         << name << " is not in docs/tuning.md as plexus-info --env prints it: " << line;
   }
-  EXPECT_GE(variables, 10) << table.output;
+  EXPECT_GE(variables, 10) << (table.out + table.err);
 }
 
 }  // namespace

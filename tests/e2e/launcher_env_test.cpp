@@ -57,12 +57,12 @@ TEST_P(LauncherEnv, RanksFindEachOtherAndReduceCorrectly) {
         GetParam().env(r, n, port)));
   }
   for (int r = 0; r < n; ++r) {
-    CommandResult res = ranks[r]->finish(120);
-    EXPECT_FALSE(res.timed_out) << "rank " << r << ": " << res.output;
-    EXPECT_EQ(res.exit_code, 0) << "rank " << r << ": " << res.output;
+    ProcessResult res = ranks[r]->wait(120);
+    EXPECT_FALSE(res.timed_out) << "rank " << r << ": " << (res.out + res.err);
+    EXPECT_EQ(res.exit_code, 0) << "rank " << r << ": " << (res.out + res.err);
     if (r == 0) {
-      EXPECT_THAT(res.output, HasSubstr("Rank  2 Group  0"));
-      EXPECT_THAT(res.output, HasSubstr("# Out of bounds values : 0 OK"));
+      EXPECT_THAT((res.out + res.err), HasSubstr("Rank  2 Group  0"));
+      EXPECT_THAT((res.out + res.err), HasSubstr("# Out of bounds values : 0 OK"));
     }
   }
 }

@@ -78,8 +78,8 @@ class TrainE2E : public ::testing::Test {
 
 TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
   const std::string single = (dir_ / "d1.jsonl").string();
-  CommandResult r1 = run_command(train_args("D", single), 300);
-  ASSERT_EQ(r1.exit_code, 0) << r1.output;
+  ProcessResult r1 = run_process(train_args("D", single), 300);
+  ASSERT_EQ(r1.exit_code, 0) << (r1.out + r1.err);
   std::vector<double> a = losses(single);
   ASSERT_EQ(a.size(), 20u);
   EXPECT_LT(a.back(), a.front() - 0.5) << "the model did not learn";
@@ -89,10 +89,10 @@ TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
     const std::string four = (dir_ / ("d4" + provider + ".jsonl")).string();
     std::vector<std::string> env;
     if (!provider.empty()) env.push_back("PLEXUS_FI_PROVIDER=" + provider);
-    CommandResult r4 = run_command(launch(4, train_args("D4", four)), 300, env);
-    ASSERT_EQ(r4.exit_code, 0) << r4.output;
-    EXPECT_THAT(r4.output, HasSubstr("4 ranks, placement D4 (D4)"));
-    if (!provider.empty()) EXPECT_THAT(r4.output, HasSubstr("transport tcp"));
+    ProcessResult r4 = run_process(launch(4, train_args("D4", four)), 300, env);
+    ASSERT_EQ(r4.exit_code, 0) << (r4.out + r4.err);
+    EXPECT_THAT((r4.out + r4.err), HasSubstr("4 ranks, placement D4 (D4)"));
+    if (!provider.empty()) EXPECT_THAT((r4.out + r4.err), HasSubstr("transport tcp"));
     std::vector<double> b = losses(four);
     ASSERT_EQ(b.size(), 20u);
     for (size_t i = 0; i < a.size(); ++i) {
@@ -107,11 +107,11 @@ TEST_F(TrainE2E, InferredDataDegreeAndExplain) {
   std::vector<std::string> args = train_args("D", metrics);
   args.push_back("--explain");
   set_arg(args, "--steps", "2");
-  CommandResult r = run_command(launch(2, args), 300);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("2 ranks, placement D (D2)"));
-  EXPECT_THAT(r.output, HasSubstr("explain: rank 1 of 2: (d=1)"));
-  EXPECT_THAT(r.output, HasSubstr("plugin D 0.1.0"));
+  ProcessResult r = run_process(launch(2, args), 300);
+  ASSERT_EQ(r.exit_code, 0) << (r.out + r.err);
+  EXPECT_THAT((r.out + r.err), HasSubstr("2 ranks, placement D (D2)"));
+  EXPECT_THAT((r.out + r.err), HasSubstr("explain: rank 1 of 2: (d=1)"));
+  EXPECT_THAT((r.out + r.err), HasSubstr("plugin D 0.1.0"));
 }
 
 struct BadInput {
@@ -128,11 +128,11 @@ TEST_P(TrainBadInput, ClearErrorAndNonZeroExit) {
   const BadInput& c = GetParam();
   std::vector<std::string> args = train_args("D", (dir_ / "m.jsonl").string());
   for (size_t i = 0; i + 1 < c.replace.size(); i += 2) set_arg(args, c.replace[i], c.replace[i + 1]);
-  CommandResult r = run_command(launch(c.ranks, args), 120);
-  EXPECT_FALSE(r.timed_out) << r.output;
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr(c.message));
-  EXPECT_THAT(r.output, HasSubstr("plexus-train: rank 0:"));
+  ProcessResult r = run_process(launch(c.ranks, args), 120);
+  EXPECT_FALSE(r.timed_out) << (r.out + r.err);
+  EXPECT_NE(r.exit_code, 0) << (r.out + r.err);
+  EXPECT_THAT((r.out + r.err), HasSubstr(c.message));
+  EXPECT_THAT((r.out + r.err), HasSubstr("plexus-train: rank 0:"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -156,7 +156,7 @@ TEST_F(TrainE2E, KilledRankIsReportedByTheOthers) {
   set_arg(args, "--steps", "100000");  // run until killed
   set_arg(args, "--batch-size", "6");   // divisible by 3
   Subprocess run(launch(3, args));
-  ASSERT_TRUE(run.wait_for_output("step     3/", 120)) << run.output();
+  ASSERT_TRUE(run.wait_for_stdout("step     3/", 1, 120)) << run.output_so_far();
   std::vector<pid_t> victims;
   for (int i = 0; i < 50 && victims.empty(); ++i) {
     victims = children_with_env(run.pid(), "PLEXUS_RANK=1");
@@ -165,42 +165,42 @@ TEST_F(TrainE2E, KilledRankIsReportedByTheOthers) {
   ASSERT_EQ(victims.size(), 1u) << "rank 1's process not found under plexus-run";
   ASSERT_EQ(kill(victims[0], SIGKILL), 0);
   const auto killed_at = std::chrono::steady_clock::now();
-  CommandResult r = run.finish(90);
+  ProcessResult r = run.wait(90);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  EXPECT_FALSE(r.timed_out) << r.output;
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_LT(seconds, 60.0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("rank 1 killed by signal"));
+  EXPECT_FALSE(r.timed_out) << (r.out + r.err);
+  EXPECT_NE(r.exit_code, 0) << (r.out + r.err);
+  EXPECT_LT(seconds, 60.0) << (r.out + r.err);
+  EXPECT_THAT((r.out + r.err), HasSubstr("rank 1 killed by signal"));
   // Ranks 0 and 2 each say, themselves, which rank was lost.
-  EXPECT_THAT(r.output, HasSubstr("[0] plexus-train: rank 0:"));
-  EXPECT_THAT(r.output, HasSubstr("[2] plexus-train: rank 2:"));
-  EXPECT_THAT(r.output, HasSubstr("rank 1 lost"));
+  EXPECT_THAT((r.out + r.err), HasSubstr("[0] plexus-train: rank 0:"));
+  EXPECT_THAT((r.out + r.err), HasSubstr("[2] plexus-train: rank 2:"));
+  EXPECT_THAT((r.out + r.err), HasSubstr("rank 1 lost"));
 }
 
 TEST_F(TrainE2E, SampleFromSavedCheckpoint) {
   const std::string ckpt = (dir_ / "model.ckpt").string();
   std::vector<std::string> args = train_args("D", (dir_ / "s.jsonl").string());
   set_arg(args, "--checkpoint", ckpt);
-  CommandResult t = run_command(args, 300);
-  ASSERT_EQ(t.exit_code, 0) << t.output;
+  ProcessResult t = run_process(args, 300);
+  ASSERT_EQ(t.exit_code, 0) << (t.out + t.err);
   ASSERT_TRUE(fs::exists(ckpt));
-  CommandResult s = run_command({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt, "--prompt",
+  ProcessResult s = run_process({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt, "--prompt",
                                  "the whale", "--tokens", "50", "--sample-seed", "3"},
                                 60);
-  ASSERT_EQ(s.exit_code, 0) << s.output;
-  ASSERT_GE(s.output.size(), std::string("the whale").size() + 50);
-  EXPECT_EQ(s.output.rfind("the whale", 0), 0u) << s.output;
-  CommandResult again = run_command({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt,
+  ASSERT_EQ(s.exit_code, 0) << (s.out + s.err);
+  ASSERT_GE((s.out + s.err).size(), std::string("the whale").size() + 50);
+  EXPECT_EQ((s.out + s.err).rfind("the whale", 0), 0u) << (s.out + s.err);
+  ProcessResult again = run_process({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt,
                                      "--prompt", "the whale", "--tokens", "50", "--sample-seed",
                                      "3"},
                                     60);
-  EXPECT_EQ(again.output, s.output) << "same seed, different text";
+  EXPECT_EQ((again.out + again.err), (s.out + s.err)) << "same seed, different text";
   // A corrupt checkpoint is refused with a clear message.
   fs::resize_file(ckpt, fs::file_size(ckpt) - 5);
-  CommandResult bad = run_command({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt}, 60);
-  EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_THAT(bad.output, HasSubstr("is corrupt or incomplete"));
+  ProcessResult bad = run_process({PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", ckpt}, 60);
+  EXPECT_EQ(bad.exit_code, 2) << (bad.out + bad.err);
+  EXPECT_THAT((bad.out + bad.err), HasSubstr("is corrupt or incomplete"));
 }
 
 }  // namespace

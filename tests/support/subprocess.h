@@ -1,4 +1,8 @@
-// subprocess.h - runs a program as a child process with a time bound, capturing its output.
+// subprocess.h - runs a command (plexus-run, plexus-bench, plexus-train) for a test and
+// captures its output.
+//
+// The command's stdout and stderr are read separately until it exits. Every wait is bounded: a
+// command still running at its deadline is SIGKILLed and reported as timed out.
 #pragma once
 
 #include <sys/types.h>
@@ -8,45 +12,55 @@
 
 namespace plexus::test {
 
-struct CommandResult {
+struct ProcessResult {
   bool exited = false;     // exited normally
   int exit_code = -1;      // valid when exited
-  int signal = 0;          // signal that ended it, if any
-  bool timed_out = false;  // killed (SIGKILL to its process group) at the time bound
-  double seconds = 0;      // wall time until it ended
-  std::string output;      // stdout and stderr, interleaved as written
+  int signal = 0;          // the signal that killed it, when !exited
+  bool timed_out = false;  // killed by us at the deadline
+  std::string out;         // everything written to stdout
+  std::string err;         // everything written to stderr
 };
 
-// A running child whose stdout+stderr go into a pipe. The child leads its own process group.
 class Subprocess {
  public:
+  // Starts argv[0] (PATH lookup) with the current environment plus extra_env ("NAME=VALUE"
+  // entries, which override); stdin is /dev/null.
   explicit Subprocess(const std::vector<std::string>& argv,
                       const std::vector<std::string>& extra_env = {});
-  ~Subprocess();  // kills the whole group if still running
+  ~Subprocess();  // SIGKILLs and reaps the process if it is still running
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
   pid_t pid() const { return pid_; }
-  // Reads output until `needle` appears or timeout_s passes; true if it appeared.
-  bool wait_for_output(const std::string& needle, double timeout_s);
-  // Waits for exit up to timeout_s (then kills the group) and returns everything.
-  CommandResult finish(double timeout_s);
-  const std::string& output() const { return output_; }
+  // Reads output until stdout contains `needle` `times` times, the process exits or timeout_s
+  // passes. Returns whether the text was seen.
+  bool wait_for_stdout(const std::string& needle, int times, double timeout_s);
+  // Reads output until the process exits (SIGKILL at timeout_s) and returns the result.
+  ProcessResult wait(double timeout_s);
+  // What the process wrote to stdout and stderr so far.
+  std::string output_so_far() const { return result_.out + result_.err; }
 
  private:
-  bool read_some(int timeout_ms);
+  // Reads what is available, waiting up to timeout_ms; returns false once both pipes hit EOF.
+  bool pump(int timeout_ms);
+
   pid_t pid_ = -1;
-  int fd_ = -1;
-  double start_ = 0;
-  std::string output_;
-  bool eof_ = false;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  ProcessResult result_;
 };
 
-// Runs argv to completion (bounded by timeout_s).
-CommandResult run_command(const std::vector<std::string>& argv, double timeout_s,
+// Starts argv, waits for it (bounded) and returns the result.
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s = 60.0,
                           const std::vector<std::string>& extra_env = {});
 
-// Direct children of `parent` whose environment has NAME=VALUE (read from /proc).
+// Splits text into lines (without the '\n').
+std::vector<std::string> split_lines(const std::string& text);
+
+// True if a process with this pid exists and is not a zombie (reads /proc/PID/stat).
+bool process_alive(pid_t pid);
+
+// Direct children of `parent` whose environment holds the entry NAME=VALUE (read from /proc).
 std::vector<pid_t> children_with_env(pid_t parent, const std::string& name_equals_value);
 
 }  // namespace plexus::test

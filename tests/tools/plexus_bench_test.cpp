@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/tools/subprocess.h"
+#include "tests/support/subprocess.h"
 
 #ifndef PLEXUS_RUN_PATH
 #error "PLEXUS_RUN_PATH must name the plexus-run binary"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/tools/subprocess.h"
+#include "tests/support/subprocess.h"
 
 #ifndef PLEXUS_RUN_PATH
 #error "PLEXUS_RUN_PATH must name the plexus-run binary"
