@@ -20,6 +20,7 @@
 #include "comm/core/communicator.h"
 #include "comm/core/config.h"
 #include "comm/core/error.h"
+#include "comm/reduce/reduce.h"
 #include "plexus/plexus.h"
 
 namespace {
@@ -333,20 +334,7 @@ plx_result_t plx_barrier(plx_comm_t comm) {
 }
 
 size_t plx_datatype_size(plx_datatype_t datatype) {
-  switch (datatype) {
-    case PLX_INT8:
-    case PLX_UINT8: return 1;
-    case PLX_FLOAT16:
-    case PLX_BFLOAT16: return 2;
-    case PLX_INT32:
-    case PLX_UINT32:
-    case PLX_FLOAT32: return 4;
-    case PLX_INT64:
-    case PLX_UINT64:
-    case PLX_FLOAT64: return 8;
-    case PLX_NUM_DATATYPES: break;
-  }
-  return 0;
+  return plexus::comm::datatype_bytes(datatype);
 }
 
 }  // extern "C"
