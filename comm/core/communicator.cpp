@@ -31,6 +31,16 @@ using bootstrap::Bytes;
 
 Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
 
+// "host id\n1" (shm self-test passed) or "host id\n0" for round 0.
+Bytes host_record(const std::string& host, bool shm_ok) {
+  return to_bytes(host + (shm_ok ? "\n1" : "\n0"));
+}
+std::string record_host(const Bytes& record) {
+  std::string text(record.begin(), record.end());
+  return text.substr(0, text.rfind('\n'));
+}
+bool record_shm_ok(const Bytes& record) { return !record.empty() && record.back() == '1'; }
+
 // "provider\0address" for round 1.
 Bytes endpoint_record(const std::string& provider, const std::vector<uint8_t>& address) {
   Bytes record = to_bytes(provider);
@@ -77,22 +87,29 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   comm->async = std::make_shared<AsyncState>();
   comm->server = std::move(setup.server);
 
-  // 1. Rendezvous round 0: host ids.
+  // 1. Rendezvous round 0: host ids, and whether shm passed its self-test in this process, so
+  // that every rank reaches the same provider choice (one rank failing the test, say on a busy
+  // /dev/shm, moves all of them to tcp instead of splitting the job).
   const std::string my_host = topology::host_id();
-  std::vector<Bytes> hosts{to_bytes(my_host)};
+  std::string ignored_why;
+  const bool shm_ok_here =
+      !config_string("PLEXUS_FI_PROVIDER").has_value() && ofi::shm_works(&ignored_why);
+  std::vector<Bytes> records{host_record(my_host, shm_ok_here)};
   const bool rendezvous = setup.address.port != 0;
   if (rendezvous) {
     PLX_CHECK(bootstrap::RendezvousClient::connect(setup.address, setup.rank, setup.nranks,
                                                    comm->timeout_ms, comm->async,
                                                    &comm->rendezvous));
-    PLX_CHECK(comm->rendezvous->allgather(0, to_bytes(my_host), &hosts));
+    PLX_CHECK(comm->rendezvous->allgather(0, host_record(my_host, shm_ok_here), &records));
   }
 
   // 2. Local rank and size, provider.
   int local_rank = 0;
   int local_size = 0;
-  for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
-    if (hosts[r] != hosts[setup.rank]) continue;
+  bool shm_ok_everywhere = true;
+  for (int r = 0; r < static_cast<int>(records.size()); ++r) {
+    shm_ok_everywhere = shm_ok_everywhere && record_shm_ok(records[r]);
+    if (record_host(records[r]) != my_host) continue;
     if (r < setup.rank) ++local_rank;
     ++local_size;
   }
@@ -100,7 +117,7 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   comm->local_rank = setup.local_rank >= 0 ? setup.local_rank : local_rank;
   comm->local_size = setup.local_size >= 0 ? setup.local_size : local_size;
   ofi::InfoPtr info;
-  PLX_CHECK(ofi::select_provider(setup.rank, all_on_this_host, &info));
+  PLX_CHECK(ofi::select_provider(setup.rank, all_on_this_host, shm_ok_everywhere, &info));
 
   // 3. Endpoint and address exchange.
   PLX_CHECK(ofi::OfiTransport::open(std::move(info), setup.rank, setup.nranks, comm->timeout_ms,

@@ -5,6 +5,7 @@
 #include <rdma/fi_cm.h>
 
 #include "comm/core/error.h"
+#include "comm/transport/ofi/shm_names.h"
 
 namespace plexus::comm::ofi {
 
@@ -27,6 +28,12 @@ plx_result_t Endpoint::open(const Fabric& fabric, const CompletionQueue& cq, int
   if (ret != 0) return ofi_error(rank, "fi_ep_bind(cq)", ret);
   ret = fi_ep_bind(ep, &av->fid, 0);
   if (ret != 0) return ofi_error(rank, "fi_ep_bind(av)", ret);
+  if (fabric.provider_name() == "shm") {
+    // Our own unique region name, not libfabric's pid-based one (see shm_names.h).
+    const std::string name = unique_shm_region_name();
+    ret = fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1);
+    if (ret != 0) return ofi_error(rank, "fi_setname", ret, name);
+  }
   ret = fi_enable(ep);
   if (ret != 0) return ofi_error(rank, "fi_enable", ret);
 

@@ -63,7 +63,8 @@ InfoPtr make_hints(const std::string& provider) {
   return hints;
 }
 
-plx_result_t select_provider(int rank, bool all_ranks_on_this_host, InfoPtr* out) {
+plx_result_t select_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
+                             InfoPtr* out) {
   if (auto forced = config_string("PLEXUS_FI_PROVIDER")) {
     InfoPtr list;
     const int ret = get_info(*forced, &list);
@@ -84,13 +85,13 @@ plx_result_t select_provider(int rank, bool all_ranks_on_this_host, InfoPtr* out
     return PLX_SUCCESS;
   }
   if (all_ranks_on_this_host) {
-    std::string why;
-    if (shm_works(&why) && get_info("shm", &list) == 0) {
+    if (shm_ok_everywhere && get_info("shm", &list) == 0) {
       *out = pick_entry(list.get(), true);
-      log_message(LogLevel::Info, "provider shm (every rank on this host; self-test passed)");
+      log_message(LogLevel::Info, "provider shm (every rank on this host; self-tests passed)");
       return PLX_SUCCESS;
     }
-    log_message(LogLevel::Info, "not using shm: {}; falling back to tcp", why);
+    log_message(LogLevel::Info, "not using shm: its self-test failed on at least one rank; "
+                                "falling back to tcp");
   }
   const int ret = get_info("tcp", &list);
   if (ret != 0) {

@@ -12,6 +12,7 @@
 #include "comm/core/log.h"
 #include "comm/transport/ofi/ofi_transport.h"
 #include "comm/transport/ofi/provider_select.h"
+#include "comm/transport/ofi/shm_names.h"
 
 namespace plexus::comm::ofi {
 
@@ -62,6 +63,9 @@ bool shm_works(std::string* why) {
   static bool works = false;
   static std::string reason;
   std::call_once(once, [] {
+    if (int stale = remove_stale_shm_regions(); stale > 0) {
+      log_message(LogLevel::Info, "removed {} shm regions left by processes that are gone", stale);
+    }
     works = run_probe(&reason);
     clear_error();  // the probe's own failures are not the caller's
     log_message(LogLevel::Info, "shm self-test: {}", works ? "passed" : reason);
