@@ -92,7 +92,9 @@ TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
     ProcessResult r4 = run_process(launch(4, train_args("D4", four)), 300, env);
     ASSERT_EQ(r4.exit_code, 0) << (r4.out + r4.err);
     EXPECT_THAT((r4.out + r4.err), HasSubstr("4 ranks, placement D4 (D4)"));
-    if (!provider.empty()) EXPECT_THAT((r4.out + r4.err), HasSubstr("transport tcp"));
+    if (!provider.empty()) {
+      EXPECT_THAT((r4.out + r4.err), HasSubstr("transport tcp"));
+    }
     std::vector<double> b = losses(four);
     ASSERT_EQ(b.size(), 20u);
     for (size_t i = 0; i < a.size(); ++i) {

@@ -39,7 +39,9 @@ TEST_F(TextDatasetTest, TargetsAreTokensShiftedByOne) {
     for (int t = 0; t < 16; ++t) {
       // the file is i % 251, so each next byte is the previous plus one (mod 251)
       EXPECT_EQ(y[r * 16 + t], (x[r * 16 + t] + 1) % 251) << "row " << r << " t " << t;
-      if (t > 0) EXPECT_EQ(x[r * 16 + t], y[r * 16 + t - 1]);
+      if (t > 0) {
+        EXPECT_EQ(x[r * 16 + t], y[r * 16 + t - 1]);
+      }
     }
   }
 }
