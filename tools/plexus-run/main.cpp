@@ -29,8 +29,8 @@ using plexus::launcher::LaunchOptions;
 
 // Parses argv into *options; returns -1 to go on, else the exit code to return now.
 int parse_options(int argc, char** argv, LaunchOptions* options) {
-  CLI::App app{"plexus-run: start N ranks of PROGRAM on this host (a local launcher).\n"
-               "Usage: plexus-run -n N [options] -- PROGRAM [ARGS...]",
+  CLI::App app{"plexus-run: start N ranks of PROGRAM on this host (a local launcher):\n"
+               "  plexus-run -n N [OPTIONS] -- PROGRAM [ARGS...]",
                "plexus-run"};
   app.add_option("-n,--nproc-per-node", options->nranks, "number of ranks to start (>= 1)")
       ->required();
