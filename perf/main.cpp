@@ -6,6 +6,7 @@
 // (plexus-run, mpirun, srun or torchrun; see plx_comm_init_from_env), and rank 0 prints the
 // table. Exit codes: 0 all results correct; 1 a wrong result, a failed Plexus call (its message
 // is printed) or an unwritable JSON file; 2 bad usage. See perf/README.md.
+#include <new>
 #include <fmt/format.h>
 
 #include <functional>
@@ -59,6 +60,11 @@ int main(int argc, char** argv) {
     outcome = run_benchmark(*collective, options, comm);
   } catch (const PlexusFailure& e) {
     fmt::print(stderr, "plexus-bench: rank {}: {}\n", rank, e.what());
+    plx_comm_abort(comm);
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "plexus-bench: rank {}: out of memory allocating the buffers for -e {} "
+                       "bytes; lower -e\n", rank, options.max_bytes);
     plx_comm_abort(comm);
     return 1;
   }

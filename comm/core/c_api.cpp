@@ -113,6 +113,22 @@ plx_result_t check_buffer(const char* fn, const plx_comm* comm, const char* name
   return PLX_SUCCESS;
 }
 
+// Send and receive buffers must be the same (in place) or disjoint.
+plx_result_t check_overlap(const char* fn, const plx_comm* comm, const void* sendbuf,
+                           const void* recvbuf, size_t count, plx_datatype_t datatype) {
+  if (count == 0 || sendbuf == recvbuf || !sendbuf || !recvbuf) return PLX_SUCCESS;
+  const auto send = reinterpret_cast<uintptr_t>(sendbuf);
+  const auto recv = reinterpret_cast<uintptr_t>(recvbuf);
+  const size_t bytes = count * plx_datatype_size(datatype);
+  if (send < recv + bytes && recv < send + bytes) {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("{}: rank {}: sendbuf {} and recvbuf {} overlap by part of their "
+                                 "{} bytes; pass the same pointer for in place",
+                                 fn, comm->rank, sendbuf, recvbuf, bytes));
+  }
+  return PLX_SUCCESS;
+}
+
 template <typename T>
 plx_result_t query(const char* fn, plx_comm_t comm, T* out, const char* out_name, T value_of_comm) {
   return guarded(fn, [&] {
@@ -296,6 +312,7 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
     }
     PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
     PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
+    PLX_CHECK(check_overlap(fn, comm, sendbuf, recvbuf, count, datatype));
     if (count == 0) return PLX_SUCCESS;
     ActiveCall active(comm);
     return plexus::comm::ring_allreduce(*comm->transport, comm->next_tag_base(), sendbuf, recvbuf,
@@ -316,7 +333,10 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
     }
     PLX_CHECK(check_datatype(fn, comm, datatype));
     PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
-    if (comm->rank == root) PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
+    if (comm->rank == root) {
+      PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
+      PLX_CHECK(check_overlap(fn, comm, sendbuf, recvbuf, count, datatype));
+    }
     if (count == 0) return PLX_SUCCESS;
     ActiveCall active(comm);
     return plexus::comm::broadcast(*comm->transport, comm->next_tag_base(), sendbuf, recvbuf,

@@ -62,9 +62,11 @@ plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
     }
     const std::string provider(record.begin(), zero);
     if (provider != my_provider) {
-      return set_error(PLX_ERROR_TRANSPORT,
-                       fmt::format("rank {}: ranks chose different providers: rank {} uses {}, "
-                                   "rank {} uses {} (set PLEXUS_FI_PROVIDER for every rank)",
+      return set_error(PLX_ERROR_INVALID_USAGE,
+                       fmt::format("rank {}: ranks disagree on transport settings: rank {} has "
+                                   "'{}', rank {} has '{}' (set PLEXUS_FI_PROVIDER, "
+                                   "PLEXUS_CHUNK_BYTES and PLEXUS_FI_MAX_MSG_BYTES alike on every "
+                                   "rank)",
                                    rank, rank, my_provider, r, provider));
     }
     addresses->emplace_back(zero + 1, record.end());
@@ -123,12 +125,17 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   PLX_CHECK(ofi::OfiTransport::open(std::move(info), setup.rank, setup.nranks, comm->timeout_ms,
                                     max_msg_bytes.value_or(0), comm->async, &comm->transport));
   const std::string provider = comm->transport->name();
+  // Every rank must slice and split messages alike, or their messages will not match (and
+  // libfabric's shm provider spins on a truncated receive): the settings travel with the
+  // provider name and are compared.
+  const std::string settings = fmt::format("{} chunk_bytes={} max_msg_bytes={}", provider,
+                                           comm->chunk_bytes, max_msg_bytes.value_or(0));
   std::vector<std::vector<uint8_t>> addresses{comm->transport->local_address()};
   if (rendezvous) {
     std::vector<Bytes> records;
     PLX_CHECK(comm->rendezvous->allgather(
-        1, endpoint_record(provider, comm->transport->local_address()), &records));
-    PLX_CHECK(parse_endpoint_records(setup.rank, records, provider, &addresses));
+        1, endpoint_record(settings, comm->transport->local_address()), &records));
+    PLX_CHECK(parse_endpoint_records(setup.rank, records, settings, &addresses));
   }
 
   // 4. Connect, then start watching peers.

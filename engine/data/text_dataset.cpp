@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -18,6 +19,11 @@ uint64_t mix(uint64_t x) {
 }  // namespace
 
 TextDataset::TextDataset(const std::string& path, int seq_len) : path_(path), seq_len_(seq_len) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw DataError("data file '" + path + "' is not a regular file (a directory, device or FIFO)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw DataError("cannot read data file '" + path + "': " + std::strerror(errno) +

@@ -48,8 +48,21 @@ const std::vector<float>* Checkpoint::find(const std::string& name) const {
   return nullptr;
 }
 
-void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+void save_checkpoint(const std::string& requested, const Checkpoint& checkpoint) {
   namespace fs = std::filesystem;
+  // Through a symbolic link, write (atomically) where it points, not over the link.
+  std::error_code link_ec;
+  const bool is_link = fs::symlink_status(requested, link_ec).type() == fs::file_type::symlink;
+  const std::string path =
+      is_link ? fs::weakly_canonical(requested, link_ec).string() : requested;
+  if (is_link && link_ec) {
+    throw CheckpointError("checkpoint '" + requested + "': " + link_ec.message());
+  }
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    throw CheckpointError("checkpoint '" + path +
+                          "' exists and is not a regular file (a directory, device or FIFO)");
+  }
   fs::path target(path);
   if (target.has_parent_path()) {
     std::error_code ec;
@@ -97,6 +110,11 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw CheckpointError("checkpoint '" + path +
+                          "' is not a regular file (a directory, device or FIFO)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(os_error("open", path));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -53,8 +53,14 @@ int draw(const float* logits, int vocab, float temperature, int top_k, Rng& rng)
 
 int run_sampling(const SampleOptions& o) {
   try {
-    if (!(o.temperature > 0)) {
-      std::fprintf(stderr, "plexus-train: --temperature must be positive, got %g\n", o.temperature);
+    if (!(o.temperature > 0) || !std::isfinite(o.temperature)) {
+      std::fprintf(stderr, "plexus-train: --temperature must be a finite positive number, got %g\n",
+                   o.temperature);
+      return 2;
+    }
+    if (o.tokens < 0 || o.top_k < 0) {
+      std::fprintf(stderr, "plexus-train: --tokens and --top-k must be >= 0, got %d and %d\n",
+                   o.tokens, o.top_k);
       return 2;
     }
     Checkpoint ck = load_checkpoint(o.checkpoint_path);

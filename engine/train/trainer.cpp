@@ -85,30 +85,51 @@ void check_options(const TrainOptions& o, int data_degree) {
   positive("batch-size", o.global_batch);
   positive("seq-len", o.model.seq_len);
   positive("val-batches", o.val_batches);
+  positive("log-every", o.log_every);
+  auto at_least_zero = [](const char* name, double v) {
+    if (!(v >= 0) || !std::isfinite(v)) {
+      throw UsageError(fmt::format("--{} must be a finite number >= 0, got {}", name, v));
+    }
+  };
+  at_least_zero("warmup-steps", static_cast<double>(o.warmup_steps));
+  at_least_zero("val-every", static_cast<double>(o.val_every));
+  at_least_zero("save-every", static_cast<double>(o.save_every));
+  at_least_zero("weight-decay", o.weight_decay);
+  at_least_zero("grad-clip", o.grad_clip);
+  at_least_zero("time-limit", o.time_limit_s);
+  at_least_zero("target-val-loss", o.target_val_loss);
+  at_least_zero("min-lr-ratio", o.min_lr_ratio);
   if (o.global_batch % data_degree != 0) {
     throw UsageError(fmt::format("--batch-size {} is not divisible by the data-parallel degree {}",
                                  o.global_batch, data_degree));
   }
-  if (!(o.lr > 0)) throw UsageError(fmt::format("--lr must be positive, got {}", o.lr));
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) {
+    throw UsageError(fmt::format("--lr must be a finite positive number, got {}", o.lr));
+  }
 }
 
 ActivePlugins create_plugins(const Placement& placement, World& world,
                                          size_t bucket_bytes) {
   // One plugin per written axis (or per implied axis of degree > 1), then each "+plugin".
-  std::vector<std::pair<std::string, std::vector<std::string>>> wanted;
+  struct Wanted {
+    std::string name;
+    std::vector<std::string> args;
+    char axis;  // the axis whose group and coordinate the plugin gets
+  };
+  std::vector<Wanted> wanted;
   for (const Axis& axis : placement.axes) {
-    if (axis.written || axis.degree > 1) wanted.push_back({std::string(1, axis.letter), {}});
+    if (axis.written || axis.degree > 1) wanted.push_back({std::string(1, axis.letter), {}, axis.letter});
   }
-  for (const PluginSpec& spec : placement.plugins) wanted.push_back({spec.name, spec.args});
+  // "+plugins" act on the data-parallel group, whatever their name.
+  for (const PluginSpec& spec : placement.plugins) wanted.push_back({spec.name, spec.args, 'D'});
 
   ActivePlugins plugins;
-  for (auto& [name, args] : wanted) {
+  for (auto& [name, args, letter] : wanted) {
     auto owned = std::make_unique<ActivePlugin>();
     ActivePlugin& plugin = *owned;
     plugin.library = load_plugin(name);
     plugin.args = args;
     for (const std::string& a : plugin.args) plugin.arg_pointers.push_back(a.c_str());
-    const char letter = name.size() == 1 ? name[0] : 'D';  // "+plugins" act on the D group
     plx_plugin_context_t context = PLX_PLUGIN_CONTEXT_INIT;
     context.world = world.comm();
     context.group = world.comm();  // only D has degree > 1 until communicator split lands

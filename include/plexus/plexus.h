@@ -44,9 +44,10 @@ extern "C" {
  *   PLX_SUCCESS                 the call did what it says.
  *   PLX_ERROR_INVALID_ARGUMENT  a null pointer, a count/rank/root out of range, an unknown
  *                               datatype or op, a malformed unique id.
- *   PLX_ERROR_INVALID_USAGE     a valid argument used in a wrong state (e.g. a destroyed or
- *                               aborted communicator passed again is undefined; an env var that
- *                               contradicts another).
+ *   PLX_ERROR_INVALID_USAGE     a valid argument used in a wrong state (an env var that
+ *                               contradicts another). Passing a communicator after
+ *                               plx_comm_destroy or plx_comm_abort is undefined behaviour, as
+ *                               with any freed handle.
  *   PLX_ERROR_UNSUPPORTED       a feature this build or transport does not provide (e.g. a stream).
  *   PLX_IN_PROGRESS             reserved for non-blocking calls: not finished yet.
  * Rebuild the communicator (destroy it, create a new one):
@@ -203,8 +204,8 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  * slices of PLEXUS_CHUNK_BYTES and pipelined (Patarasuk & Yuan, "Bandwidth optimal all-reduce
  * algorithms for clusters of workstations", JPDC 2009). Each rank sends 2(n-1)/n * count elements.
  *
- * Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm, a NULL buffer with count > 0, or a datatype
- * or op out of range; PLX_ERROR_UNSUPPORTED for a non-NULL stream; PLX_ERROR_REMOTE,
+ * Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm, a NULL buffer with count > 0, buffers that
+ * partly overlap, or a datatype or op out of range; PLX_ERROR_UNSUPPORTED for a non-NULL stream; PLX_ERROR_REMOTE,
  * PLX_ERROR_TIMEOUT, PLX_ERROR_TRANSPORT or PLX_ERROR_ABORTED as described above (recvbuf is then
  * unspecified). count == 0 returns PLX_SUCCESS without communicating.
  */
@@ -220,7 +221,8 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
  * ones (see docs/algorithms.md); each non-root rank receives count elements once.
  *
  * Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm, root not in 0..size-1, a NULL recvbuf (or
- * a NULL sendbuf on the root) with count > 0, or a datatype out of range; otherwise as
+ * a NULL sendbuf on the root) with count > 0, partly overlapping buffers on the root, or a
+ * datatype out of range; otherwise as
  * plx_allreduce().
  */
 plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,

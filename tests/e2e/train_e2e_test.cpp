@@ -150,7 +150,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"BatchNotDivisible", 4, {"--batch-size", "6"},
                  "--batch-size 6 is not divisible by the data-parallel degree 4"},
         BadInput{"MissingDataFile", 2, {"--data", "/nonexistent/moby_dick.txt"},
-                 "cannot read data file '/nonexistent/moby_dick.txt'"}),
+                 "cannot read data file '/nonexistent/moby_dick.txt'"},
+        BadInput{"DataIsADirectory", 2, {"--data", "/tmp"},
+                 "data file '/tmp' is not a regular file"},
+        BadInput{"LogEveryZero", 2, {"--log-every", "0"}, "--log-every must be at least 1"},
+        BadInput{"InfiniteLearningRate", 2, {"--lr", "inf"},
+                 "--lr must be a finite positive number"}),
     [](const auto& info) { return info.param.name; });
 
 TEST_F(TrainE2E, KilledRankIsReportedByTheOthers) {

@@ -82,6 +82,30 @@ TEST_F(CheckpointTest, TruncatedFileIsRefused) {
   EXPECT_THROW(load_checkpoint(path_), CheckpointError);
 }
 
+TEST_F(CheckpointTest, SavingThroughASymlinkWritesItsTarget) {
+  save_checkpoint(path_, sample());
+  const std::string link = (dir_ / "latest.ckpt").string();
+  std::filesystem::create_symlink(path_, link);
+  Checkpoint second = sample();
+  second.header["step"] = 42;
+  save_checkpoint(link, second);
+  EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the link was replaced by a file";
+  EXPECT_EQ(load_checkpoint(path_).header.at("step").get<int>(), 42);
+}
+
+TEST_F(CheckpointTest, NonRegularTargetsAreRefused) {
+  const std::string folder = (dir_ / "a_folder").string();
+  std::filesystem::create_directories(folder);
+  try {
+    save_checkpoint(folder, sample());
+    FAIL() << "saved over a directory";
+  } catch (const CheckpointError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a regular file"));
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(folder));
+  EXPECT_THROW(load_checkpoint("/dev/zero"), CheckpointError);
+}
+
 TEST_F(CheckpointTest, MissingFileNamesPath) {
   try {
     load_checkpoint((dir_ / "nope.ckpt").string());

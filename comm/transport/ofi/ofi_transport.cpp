@@ -72,6 +72,15 @@ OfiTransport::~OfiTransport() {
     log_message(LogLevel::Warn, "transport closed with {} split messages in flight",
                 split_ops_.size());
   }
+  if (failure_ != PLX_SUCCESS || async_->error() != PLX_SUCCESS) {
+    // A peer was lost or the provider failed: operations may still be posted against the dead
+    // peer's connection, and tcp;ofi_rxm has been seen to crash in fi_close then. The
+    // communicator is being thrown away after a failure, so leak the provider objects rather
+    // than close them (shm regions left behind are removed by the next process's shm probe).
+    (void)endpoint_.release();
+    (void)cq_.release();
+    (void)fabric_.release();
+  }
 }
 
 plx_result_t OfiTransport::connect(const std::vector<std::vector<uint8_t>>& addresses) {
@@ -98,6 +107,9 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
                                 Request& req) {
   const char* what = is_send ? "post_send" : "post_recv";
   if (failure_ != PLX_SUCCESS) return sticky_failure();
+  // A peer known lost (or an abort): fail before touching the provider, whose connection state
+  // for the dead peer may be half torn down.
+  if (async_->aborted() || async_->error() != PLX_SUCCESS) return check_async(what);
   if (!connected_) {
     return set_error(PLX_ERROR_INTERNAL, fmt::format("rank {}: {} before connect", rank_, what));
   }

@@ -1,0 +1,79 @@
+// Arguments that only look valid: partly overlapping buffers, and ranks whose transport settings
+// disagree (they would slice messages differently, so nothing would match).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "plexus/plexus.h"
+#include "tests/support/multiprocess.h"
+
+namespace plexus::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ArgumentChecks, PartlyOverlappingBuffersAreRefusedAndNothingIsWritten) {
+  const std::vector<RankOutcome> outcomes = run_ranks(1, [](int rank) {
+    plx_comm_t comm = nullptr;
+    if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) return rank_failure(rank, "init failed");
+    std::vector<float> buffer(16);
+    for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<float>(i);
+    const std::vector<float> before = buffer;
+    if (plx_allreduce(buffer.data(), buffer.data() + 1, 10, PLX_FLOAT32, PLX_SUM, comm, nullptr) !=
+        PLX_ERROR_INVALID_ARGUMENT) {
+      return rank_failure(rank, "overlapping allreduce was accepted");
+    }
+    const std::string message = plx_get_last_error(comm);
+    if (message.find("plx_allreduce: rank 0: sendbuf") != 0 ||
+        message.find("overlap") == std::string::npos) {
+      return rank_failure(rank, "unexpected message: " + message);
+    }
+    if (buffer != before) return rank_failure(rank, "a refused call wrote its output");
+    if (plx_broadcast(buffer.data() + 4, buffer.data(), 8, PLX_FLOAT32, 0, comm, nullptr) !=
+        PLX_ERROR_INVALID_ARGUMENT) {
+      return rank_failure(rank, "overlapping broadcast on the root was accepted");
+    }
+    // Adjacent (touching) buffers and in place stay valid.
+    if (plx_allreduce(buffer.data(), buffer.data() + 8, 8, PLX_FLOAT32, PLX_SUM, comm, nullptr) !=
+            PLX_SUCCESS ||
+        buffer[8] != 0.0f || buffer[15] != 7.0f) {
+      return rank_failure(rank, "adjacent buffers failed: " + std::string(plx_get_last_error(comm)));
+    }
+    if (plx_allreduce(buffer.data(), buffer.data(), 16, PLX_FLOAT32, PLX_SUM, comm, nullptr) !=
+        PLX_SUCCESS) {
+      return rank_failure(rank, "in place failed");
+    }
+    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, "destroy failed");
+  });
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+TEST(ArgumentChecks, RanksWithDifferentChunkSizesFailAtCreationNamingTheSetting) {
+  const std::vector<RankOutcome> outcomes = run_ranks(
+      2,
+      [](int rank) {
+        setenv("PLEXUS_CHUNK_BYTES", rank == 0 ? "4096" : "65536", 1);
+        plx_comm_t comm = nullptr;
+        const plx_result_t r = plx_comm_init_from_env(&comm);
+        if (r != PLX_ERROR_INVALID_USAGE) {
+          return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
+        }
+        const std::string message = plx_get_last_error(nullptr);
+        if (message.find("disagree on transport settings") == std::string::npos ||
+            message.find("chunk_bytes=4096") == std::string::npos ||
+            message.find("chunk_bytes=65536") == std::string::npos) {
+          return rank_failure(rank, "unexpected message: " + message);
+        }
+        return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
+      },
+      60.0);
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+}  // namespace
+}  // namespace plexus::test
