@@ -94,11 +94,7 @@ int allreduce_rank(int rank, int n, const char* provider, const std::vector<Allr
       ++failures;  // keep going: the other ranks still expect this rank in every collective
     }
   }
-  const plx_result_t rc = plx_comm_destroy(comm);
-  if (rc != PLX_SUCCESS) {
-    return rank_failure(rank, std::string("plx_comm_destroy: ") + plx_get_error_string(rc));
-  }
-  return failures == 0 ? 0 : 1;
+  return finish_rank(rank, comm, failures);
 }
 
 using Param = std::tuple<std::string, int>;  // provider, world size

@@ -53,11 +53,7 @@ int barrier_rank(int rank, int n, const char* provider, SharedCounters* shared) 
       ++failures;
     }
   }
-  const plx_result_t rc = plx_comm_destroy(comm);
-  if (rc != PLX_SUCCESS) {
-    return rank_failure(rank, std::string("plx_comm_destroy: ") + plx_get_error_string(rc));
-  }
-  return failures == 0 ? 0 : 1;
+  return finish_rank(rank, comm, failures);
 }
 
 using Param = std::tuple<std::string, int>;  // provider, world size

@@ -86,11 +86,7 @@ int broadcast_rank(int rank, int n, const char* provider) {
       ++failures;
     }
   }
-  const plx_result_t rc = plx_comm_destroy(comm);
-  if (rc != PLX_SUCCESS) {
-    return rank_failure(rank, std::string("plx_comm_destroy: ") + plx_get_error_string(rc));
-  }
-  return failures == 0 ? 0 : 1;
+  return finish_rank(rank, comm, failures);
 }
 
 using Param = std::tuple<std::string, int>;  // provider, world size

@@ -21,6 +21,7 @@
 #include "comm/reduce/half.h"
 #include "comm/reduce/reduce.h"
 #include "plexus/plexus.h"
+#include "tests/support/multiprocess.h"
 
 namespace plexus::test {
 
@@ -196,6 +197,16 @@ inline std::string init_world(int n, const char* provider, plx_comm_t* comm) {
     return std::string("runs on provider ") + (name ? name : "?") + ", want " + provider;
   }
   return "";
+}
+
+// For forked ranks: destroys the communicator and gives the rank's exit code (0 only when the
+// destroy succeeded and no case failed).
+inline int finish_rank(int rank, plx_comm_t comm, int failures) {
+  const plx_result_t rc = plx_comm_destroy(comm);
+  if (rc != PLX_SUCCESS) {
+    return rank_failure(rank, std::string("plx_comm_destroy: ") + plx_get_error_string(rc));
+  }
+  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace plexus::test
