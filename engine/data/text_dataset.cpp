@@ -1,5 +1,7 @@
 #include "engine/data/text_dataset.h"
 
+#include "engine/model/rng.h"
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -9,13 +11,8 @@
 namespace plexus::engine {
 
 namespace {
-// splitmix64 (Steele, Lea & Flood 2014): a well-mixed hash of (seed, step, row).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// A well-mixed hash of one 64-bit value: the first output of splitmix64 seeded with it.
+uint64_t mix(uint64_t x) { return SplitMix64(x).next(); }
 }  // namespace
 
 TextDataset::TextDataset(const std::string& path, int seq_len) : path_(path), seq_len_(seq_len) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/model/gpt.h"
+#include "engine/model/rng.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/trainer.h"
 
@@ -14,20 +15,8 @@ namespace plexus::engine {
 
 namespace {
 
-// splitmix64: a small deterministic generator, so a seed gives the same text everywhere.
-struct Rng {
-  uint64_t state;
-  double uniform() {
-    uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return static_cast<double>(x >> 11) * 0x1.0p-53;
-  }
-};
-
 // Draws a token from logits / temperature, keeping only the top_k largest when top_k > 0.
-int draw(const float* logits, int vocab, float temperature, int top_k, Rng& rng) {
+int draw(const float* logits, int vocab, float temperature, int top_k, SplitMix64& rng) {
   std::vector<double> p(vocab);
   double max_logit = *std::max_element(logits, logits + vocab);
   double cutoff = -INFINITY;
@@ -41,7 +30,7 @@ int draw(const float* logits, int vocab, float temperature, int top_k, Rng& rng)
     p[i] = logits[i] < cutoff ? 0.0 : std::exp((logits[i] - max_logit) / temperature);
     total += p[i];
   }
-  double u = rng.uniform() * total;
+  double u = rng.uniform_open0() * total;
   for (int i = 0; i < vocab; ++i) {
     u -= p[i];
     if (u <= 0) return i;
@@ -84,7 +73,7 @@ int run_sampling(const SampleOptions& o) {
     for (int32_t& t : context) t = static_cast<uint8_t>(t);
     if (context.empty()) context.push_back('\n');
     std::fputs(o.prompt.c_str(), stdout);
-    Rng rng{o.seed};
+    SplitMix64 rng(o.seed);  // a seed gives the same text everywhere
     for (int i = 0; i < o.tokens; ++i) {
       const int T = std::min<int>(static_cast<int>(context.size()), config.max_seq_len);
       const int32_t* window = context.data() + context.size() - T;
