@@ -331,6 +331,17 @@ int train(const TrainOptions& o, World& world) {
 
 }  // namespace
 
+// Bad input (exit code 2): options, placement, plugins, data, or an argument the communicator
+// refused. Anything else is a runtime failure (exit code 1).
+bool is_bad_input(const std::exception& e) {
+  if (const auto* comm = dynamic_cast<const CommFailure*>(&e)) {
+    return comm->result() == PLX_ERROR_INVALID_ARGUMENT;
+  }
+  return dynamic_cast<const std::invalid_argument*>(&e) != nullptr ||  // UsageError, PlacementError
+         dynamic_cast<const PluginError*>(&e) != nullptr ||
+         dynamic_cast<const DataError*>(&e) != nullptr;
+}
+
 int run_training(const TrainOptions& options) {
   World world;
   int code = 0;
@@ -339,20 +350,8 @@ int run_training(const TrainOptions& options) {
     code = train(options, world);
     std::fflush(stdout);
     return world.finish() ? code : 1;
-  } catch (const CommFailure& e) {
-    code = e.result() == PLX_ERROR_INVALID_ARGUMENT ? 2 : 1;
-    std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());
-  } catch (const std::invalid_argument& e) {  // UsageError, PlacementError
-    code = 2;
-    std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());
-  } catch (const PluginError& e) {
-    code = 2;
-    std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());
-  } catch (const DataError& e) {
-    code = 2;
-    std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());
   } catch (const std::exception& e) {
-    code = 1;
+    code = is_bad_input(e) ? 2 : 1;
     std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());
   }
   // A failed rank aborts its communicator, so peers blocked in a collective with it learn at
