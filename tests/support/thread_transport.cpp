@@ -49,13 +49,18 @@ class ThreadFabric {
   ThreadFabric(int n, size_t eager_bytes, std::chrono::milliseconds timeout)
       : n_(n), eager_bytes_(eager_bytes), timeout_(timeout), ranks_(n) {}
 
-  plx_result_t post_send(int me, int peer, uint64_t tag, const void* buf, size_t bytes,
-                         comm::Request& req) {
-    std::lock_guard<std::mutex> lock(mu_);
+  // Marks a request as posted and not yet complete.
+  static void start(comm::Request& req, int peer, size_t bytes) {
     req.done = false;
     req.result = PLX_SUCCESS;
     req.peer = peer;
     req.bytes = bytes;
+  }
+
+  plx_result_t post_send(int me, int peer, uint64_t tag, const void* buf, size_t bytes,
+                         comm::Request& req) {
+    std::lock_guard<std::mutex> lock(mu_);
+    start(req, peer, bytes);
     if (peer < 0 || peer >= n_) return bad_peer("post_send", me, peer);
     Rank& dst = ranks_[peer];
     for (auto it = dst.posted.begin(); it != dst.posted.end(); ++it) {
@@ -84,10 +89,7 @@ class ThreadFabric {
   plx_result_t post_recv(int me, int peer, uint64_t tag, void* buf, size_t bytes,
                          comm::Request& req) {
     std::lock_guard<std::mutex> lock(mu_);
-    req.done = false;
-    req.result = PLX_SUCCESS;
-    req.peer = peer;
-    req.bytes = bytes;
+    start(req, peer, bytes);
     if (peer < 0 || peer >= n_) return bad_peer("post_recv", me, peer);
     Rank& self = ranks_[me];
     PostedRecv recv{peer, tag, buf, bytes, &req};
