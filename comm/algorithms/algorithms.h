@@ -1,31 +1,149 @@
 // algorithms.h - entry points of the collective algorithms, one file each in this folder.
 //
-// Each takes the communicator's transport and a tag_base that is unique to this collective call
-// (its low 32 bits are zero and free for the algorithm's own message indices). Arguments have
-// already been validated by the C ABI layer (comm/core/c_api.cpp): buffers are non-null when
-// count > 0, datatype/op/root are in range. Counts are elements.
+// Every algorithm has the same shape:
+//
+//   plx_result_t name(Transport& transport, uint64_t tag_base, const CollArgs& args);
+//
+// `transport` is the communicator's (rank = transport.rank(), n = transport.size()).
+// `tag_base` is unique to this collective call; the algorithm tags its messages
+// tag_base | index with index < kTagIndexLimit (see comm/transport/tag.h), and must make every
+// (peer, tag) pair unique within the call. Arguments were validated by the C ABI layer
+// (comm/core/c_api.cpp): buffers are non-null where the collective reads or writes them with
+// count > 0, datatype/op/root are in range, counts fit. Counts are ELEMENTS, as in NCCL.
+// An algorithm is called only when count > 0 (or, for alltoallv, when some count is > 0) and
+// n >= 1; with n == 1 it must still copy sendbuf to recvbuf when they differ.
+//
+// Ops: args.op is one of PLX_SUM, PLX_PROD, PLX_MIN, PLX_MAX, PLX_AVG. PLX_AVG reduces as a sum
+// and divides once by n at the end (divide_by in comm/reduce/reduce.h). The pre-multiplied sum
+// is turned into PLX_SUM before an algorithm runs (the C ABI scales the input first).
+//
+// Buffer layouts and in-place rules (NCCL's, plus MPI's for the collectives NCCL lacks):
+//   allreduce       send[count] -> recv[count] on every rank. In place: send == recv.
+//   reduce          send[count] -> recv[count] on the root only (recv unused, maybe NULL,
+//                   elsewhere). In place on the root: send == recv.
+//   broadcast       root's send[count] -> recv[count] on every rank (send unused elsewhere).
+//                   In place on the root: send == recv.
+//   reduce_scatter  send[n*count] -> recv[count]: rank r gets block r of the reduction.
+//                   In place: recv == send + r*count elements.
+//   allgather       send[count] -> recv[n*count]: block r of recv is rank r's send.
+//                   In place: send == recv + r*count elements.
+//   alltoall        send[n*count] -> recv[n*count]: block j of send goes to rank j, and lands
+//                   in block r of rank j's recv. In place: send == recv (the algorithm stages).
+//   alltoallv       send + sdispls[j] elements, sendcounts[j] of them, go to rank j; they land
+//                   in rank j's recv at rdispls[r] with recvcounts[r] == that count.
+//                   In place (send == recv) is not supported (the C ABI refuses it).
+//   gather          send[count] on every rank -> root's recv[n*count] (block r from rank r).
+//                   In place on the root: send == recv + root*count elements.
+//   scatter         root's send[n*count] -> recv[count] on every rank (block r to rank r).
+//                   In place on the root: recv == send + root*count elements.
+//   barrier         no buffers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/transport/tag.h"
 #include "comm/transport/transport.h"
 #include "plexus/plexus.h"
 
 namespace plexus::comm {
 
+enum class Collective {
+  Allreduce,
+  Reduce,
+  Broadcast,
+  ReduceScatter,
+  Allgather,
+  Alltoall,
+  Alltoallv,
+  Gather,
+  Scatter,
+  Barrier,
+  kCount
+};
+
+struct CollArgs {
+  Collective collective = Collective::Allreduce;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  size_t count = 0;  // elements; per rank for the rooted/scattered forms as listed above
+  plx_datatype_t datatype = PLX_FLOAT32;
+  plx_red_op_t op = PLX_SUM;
+  int root = 0;
+  // alltoallv only: n entries each, in elements.
+  const size_t* sendcounts = nullptr;
+  const size_t* sdispls = nullptr;
+  const size_t* recvcounts = nullptr;
+  const size_t* rdispls = nullptr;
+  // Largest message slice the pipelined algorithms cut (PLEXUS_CHUNK_BYTES).
+  size_t chunk_bytes = size_t{1} << 20;
+};
+
+using AlgorithmFn = plx_result_t (*)(Transport& transport, uint64_t tag_base,
+                                     const CollArgs& args);
+
+// ---- allreduce ---------------------------------------------------------------------------
 // ring_allreduce.cpp: reduce-scatter then allgather around the ring rank -> rank+1, each of the n
-// segments cut into slices of at most chunk_bytes and pipelined. In place if send == recv.
-plx_result_t ring_allreduce(Transport& transport, uint64_t tag_base, const void* sendbuf,
-                            void* recvbuf, size_t count, plx_datatype_t datatype,
-                            plx_red_op_t op, size_t chunk_bytes);
+// segments cut into slices of at most chunk_bytes and pipelined (Patarasuk & Yuan, JPDC 2009).
+plx_result_t ring_allreduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// rabenseifner_allreduce.cpp: recursive-halving reduce-scatter then recursive-doubling allgather
+// (Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005); non-powers of two fold the extra ranks
+// into their partners first.
+plx_result_t rabenseifner_allreduce(Transport& transport, uint64_t tag_base,
+                                    const CollArgs& args);
+// recursive_doubling_allreduce.cpp: log2(n) full-vector exchanges, for small messages.
+plx_result_t recursive_doubling_allreduce(Transport& transport, uint64_t tag_base,
+                                          const CollArgs& args);
+// double_binary_tree_allreduce.cpp: NCCL's two complementary binary trees (Sanders, Speck &
+// Traeff 2009), each reducing then broadcasting half the data, pipelined in chunks.
+plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_base,
+                                          const CollArgs& args);
 
-// broadcast.cpp: binomial tree below chunk_bytes, pipelined chain above.
-plx_result_t broadcast(Transport& transport, uint64_t tag_base, const void* sendbuf,
-                       void* recvbuf, size_t count, plx_datatype_t datatype, int root,
-                       size_t chunk_bytes);
+// ---- reduce ------------------------------------------------------------------------------
+// binomial_reduce.cpp: binomial tree towards the root, pipelined in chunks for large messages.
+plx_result_t binomial_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// ring_reduce.cpp: ring reduce-scatter, then every segment gathered at the root (Rabenseifner's
+// reduce for large messages).
+plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
+// ---- broadcast ---------------------------------------------------------------------------
+// broadcast.cpp: binomial tree, and pipelined chain.
+plx_result_t binomial_broadcast(Transport& transport, uint64_t tag_base, const CollArgs& args);
+plx_result_t chain_broadcast(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// scatter_allgather_broadcast.cpp: binomial scatter then ring allgather (van de Geijn).
+plx_result_t scatter_allgather_broadcast(Transport& transport, uint64_t tag_base,
+                                         const CollArgs& args);
+
+// ---- reduce-scatter ----------------------------------------------------------------------
+// ring_reduce_scatter.cpp: n-1 steps around the ring, pipelined in chunks.
+plx_result_t ring_reduce_scatter(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// recursive_halving_reduce_scatter.cpp: log2(n) halving steps; non-powers of two folded.
+plx_result_t recursive_halving_reduce_scatter(Transport& transport, uint64_t tag_base,
+                                              const CollArgs& args);
+
+// ---- allgather ---------------------------------------------------------------------------
+// ring_allgather.cpp: n-1 steps around the ring, pipelined in chunks.
+plx_result_t ring_allgather(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// bruck_allgather.cpp: ceil(log2 n) steps for any n (Bruck et al., IEEE TPDS 8(11), 1997).
+plx_result_t bruck_allgather(Transport& transport, uint64_t tag_base, const CollArgs& args);
+
+// ---- all-to-all --------------------------------------------------------------------------
+// pairwise_alltoall.cpp: n-1 direct exchanges, step s with rank r+s / r-s (also alltoallv).
+plx_result_t pairwise_alltoall(Transport& transport, uint64_t tag_base, const CollArgs& args);
+plx_result_t pairwise_alltoallv(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// bruck_alltoall.cpp: ceil(log2 n) steps of packed blocks, for small blocks (Bruck et al. 1997).
+plx_result_t bruck_alltoall(Transport& transport, uint64_t tag_base, const CollArgs& args);
+
+// ---- gather / scatter --------------------------------------------------------------------
+// linear_gather.cpp / linear_scatter.cpp: the root exchanges with every rank directly.
+plx_result_t linear_gather(Transport& transport, uint64_t tag_base, const CollArgs& args);
+plx_result_t linear_scatter(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// binomial_gather.cpp / binomial_scatter.cpp: binomial trees, ceil(log2 n) rounds.
+plx_result_t binomial_gather(Transport& transport, uint64_t tag_base, const CollArgs& args);
+plx_result_t binomial_scatter(Transport& transport, uint64_t tag_base, const CollArgs& args);
+
+// ---- barrier -----------------------------------------------------------------------------
 // dissemination_barrier.cpp: ceil(log2 n) rounds of zero-byte messages.
-plx_result_t dissemination_barrier(Transport& transport, uint64_t tag_base);
+plx_result_t dissemination_barrier(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 }  // namespace plexus::comm

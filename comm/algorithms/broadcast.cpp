@@ -1,4 +1,4 @@
-// broadcast.cpp - binomial-tree broadcast for small messages, pipelined chain for large ones.
+// broadcast.cpp - binomial-tree broadcast (small messages) and pipelined chain broadcast (large).
 //
 // Ranks are renumbered relative to the root, v = (rank - root) mod n, so the root is v = 0.
 //
@@ -72,8 +72,8 @@ plx_result_t chain(Transport& transport, uint64_t tag_base, const void* src, voi
   const int v = (transport.rank() - root + n) % n;
   const int prev = (transport.rank() + n - 1) % n;
   const int next = (transport.rank() + 1) % n;
-  // Slice numbers must fit in the 32 free tag bits.
-  slice_bytes = std::max(slice_bytes, bytes / std::numeric_limits<uint32_t>::max() + 1);
+  // Slice numbers must stay below kTagIndexLimit.
+  slice_bytes = std::max(slice_bytes, bytes / kTagIndexLimit + 1);
   const size_t slices = (bytes + slice_bytes - 1) / slice_bytes;
   const auto slice_len = [&](size_t k) { return std::min(slice_bytes, bytes - k * slice_bytes); };
   Pipeline pipe(transport, kSendDepth, kRecvDepth, 0);
@@ -108,19 +108,32 @@ plx_result_t chain(Transport& transport, uint64_t tag_base, const void* src, voi
 
 }  // namespace
 
-plx_result_t broadcast(Transport& transport, uint64_t tag_base, const void* sendbuf, void* recvbuf,
-                       size_t count, plx_datatype_t datatype, int root, size_t chunk_bytes) {
-  const size_t bytes = count * datatype_bytes(datatype);
-  const bool is_root = transport.rank() == root;
-  if (bytes == 0) return PLX_SUCCESS;
-  if (is_root && sendbuf != recvbuf) std::memcpy(recvbuf, sendbuf, bytes);
-  if (transport.size() == 1) return PLX_SUCCESS;
-  // From here on every rank works in recvbuf: the root's holds the data in place or not.
-  if (bytes < chunk_bytes) {
-    return binomial_tree(transport, tag_base, recvbuf, recvbuf, bytes, root);
+namespace {
+
+// The root copies its input into recvbuf when out of place; from then on every rank works in
+// recvbuf. Returns false when nothing is left to send.
+bool prepare(Transport& transport, const CollArgs& args, size_t* bytes) {
+  *bytes = args.count * datatype_bytes(args.datatype);
+  if (*bytes == 0) return false;
+  if (transport.rank() == args.root && args.sendbuf != args.recvbuf) {
+    std::memcpy(args.recvbuf, args.sendbuf, *bytes);
   }
-  return chain(transport, tag_base, recvbuf, recvbuf, bytes, std::max<size_t>(chunk_bytes, 1),
-               root);
+  return transport.size() > 1;
+}
+
+}  // namespace
+
+plx_result_t binomial_broadcast(Transport& transport, uint64_t tag_base, const CollArgs& args) {
+  size_t bytes = 0;
+  if (!prepare(transport, args, &bytes)) return PLX_SUCCESS;
+  return binomial_tree(transport, tag_base, args.recvbuf, args.recvbuf, bytes, args.root);
+}
+
+plx_result_t chain_broadcast(Transport& transport, uint64_t tag_base, const CollArgs& args) {
+  size_t bytes = 0;
+  if (!prepare(transport, args, &bytes)) return PLX_SUCCESS;
+  return chain(transport, tag_base, args.recvbuf, args.recvbuf, bytes,
+               std::max<size_t>(args.chunk_bytes, 1), args.root);
 }
 
 }  // namespace plexus::comm

@@ -19,7 +19,7 @@
 
 namespace plexus::comm {
 
-plx_result_t dissemination_barrier(Transport& transport, uint64_t tag_base) {
+plx_result_t dissemination_barrier(Transport& transport, uint64_t tag_base, const CollArgs&) {
   const int n = transport.size();
   const int r = transport.rank();
   uint64_t round = 0;

@@ -72,8 +72,8 @@ struct RingLayout {
 RingLayout make_layout(size_t count, size_t n, size_t elem_bytes, size_t chunk_bytes) {
   RingLayout layout{count, n, std::max<size_t>(1, chunk_bytes / elem_bytes), 1};
   const size_t max_seg = (count + n - 1) / n;
-  // Message numbers t*S + k must fit in the 32 free tag bits: widen slices if needed.
-  const size_t max_slices = std::numeric_limits<uint32_t>::max() / (2 * (n - 1));
+  // Message numbers t*S + k must stay below kTagIndexLimit: widen slices if needed.
+  const size_t max_slices = kTagIndexLimit / (2 * (n - 1));
   layout.slice_elems = std::max(layout.slice_elems, (max_seg + max_slices - 1) / max_slices);
   // No slice is longer than a segment (this sizes the staging slots; count > 0 here).
   layout.slice_elems = std::min(layout.slice_elems, max_seg);
@@ -83,9 +83,13 @@ RingLayout make_layout(size_t count, size_t n, size_t elem_bytes, size_t chunk_b
 
 }  // namespace
 
-plx_result_t ring_allreduce(Transport& transport, uint64_t tag_base, const void* sendbuf,
-                            void* recvbuf, size_t count, plx_datatype_t datatype, plx_red_op_t op,
-                            size_t chunk_bytes) {
+plx_result_t ring_allreduce(Transport& transport, uint64_t tag_base, const CollArgs& args) {
+  const void* sendbuf = args.sendbuf;
+  void* recvbuf = args.recvbuf;
+  const size_t count = args.count;
+  const plx_datatype_t datatype = args.datatype;
+  const plx_red_op_t op = args.op;
+  const size_t chunk_bytes = args.chunk_bytes;
   const size_t elem = datatype_bytes(datatype);
   const size_t n = static_cast<size_t>(transport.size());
   const size_t r = static_cast<size_t>(transport.rank());

@@ -315,8 +315,14 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
     PLX_CHECK(check_overlap(fn, comm, sendbuf, recvbuf, count, datatype));
     if (count == 0) return PLX_SUCCESS;
     ActiveCall active(comm);
-    return plexus::comm::ring_allreduce(*comm->transport, comm->next_tag_base(), sendbuf, recvbuf,
-                                        count, datatype, op, comm->chunk_bytes);
+    plexus::comm::CollArgs args;
+    args.sendbuf = sendbuf;
+    args.recvbuf = recvbuf;
+    args.count = count;
+    args.datatype = datatype;
+    args.op = op;
+    args.chunk_bytes = comm->chunk_bytes;
+    return plexus::comm::ring_allreduce(*comm->transport, comm->next_tag_base(), args);
   });
 }
 
@@ -339,8 +345,18 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
     }
     if (count == 0) return PLX_SUCCESS;
     ActiveCall active(comm);
-    return plexus::comm::broadcast(*comm->transport, comm->next_tag_base(), sendbuf, recvbuf,
-                                   count, datatype, root, comm->chunk_bytes);
+    plexus::comm::CollArgs args;
+    args.collective = plexus::comm::Collective::Broadcast;
+    args.sendbuf = sendbuf;
+    args.recvbuf = recvbuf;
+    args.count = count;
+    args.datatype = datatype;
+    args.root = root;
+    args.chunk_bytes = comm->chunk_bytes;
+    const size_t bytes = count * plx_datatype_size(datatype);
+    return (bytes < comm->chunk_bytes ? plexus::comm::binomial_broadcast
+                                      : plexus::comm::chain_broadcast)(
+        *comm->transport, comm->next_tag_base(), args);
   });
 }
 
@@ -349,7 +365,8 @@ plx_result_t plx_barrier(plx_comm_t comm) {
   return guarded(fn, [&] {
     if (!comm) return null_argument(fn, nullptr, "comm");
     ActiveCall active(comm);
-    return plexus::comm::dissemination_barrier(*comm->transport, comm->next_tag_base());
+    return plexus::comm::dissemination_barrier(*comm->transport, comm->next_tag_base(),
+                                               plexus::comm::CollArgs{});
   });
 }
 

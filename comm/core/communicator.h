@@ -14,6 +14,7 @@
 #include "comm/bootstrap/unique_id.h"
 #include "comm/core/async_state.h"
 #include "comm/transport/ofi/ofi_transport.h"
+#include "comm/transport/tag.h"
 #include "plexus/plexus.h"
 
 struct plx_comm {
@@ -32,9 +33,9 @@ struct plx_comm {
   // Collectives in progress (plx_comm_abort waits for them to notice the abort flag).
   std::atomic<int> active_calls{0};
 
-  // Tag base of the next collective: sequence number in bits 32..55, low 32 bits free for the
-  // algorithm, bits 56..63 left to the transport (split messages). Wraps after 2^24 calls.
-  uint64_t next_tag_base() { return (next_seq++ & 0xFFFFFFull) << 32; }
+  // Tag base of the next collective (comm/transport/tag.h): the sequence number in bits 24..43,
+  // wrapping after 2^20 calls; bits 0..23 are the algorithm's.
+  uint64_t next_tag_base() { return plexus::comm::collective_tag_base(next_seq++); }
 
  private:
   uint64_t next_seq = 0;

@@ -65,8 +65,14 @@ std::string run_allreduce(const Case& c, Transport& t, uint64_t tag_base) {
   fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
   if (c.in_place) recv = send;
   const std::vector<unsigned char> original = send;
-  const plx_result_t rc = ring_allreduce(t, tag_base, c.in_place ? recv.data() : send.data(),
-                                         recv.data(), c.count, c.dt, c.op, c.chunk_bytes);
+  CollArgs args;
+  args.sendbuf = c.in_place ? recv.data() : send.data();
+  args.recvbuf = recv.data();
+  args.count = c.count;
+  args.datatype = c.dt;
+  args.op = c.op;
+  args.chunk_bytes = c.chunk_bytes;
+  const plx_result_t rc = ring_allreduce(t, tag_base, args);
   if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc);
   const std::string why =
       check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
@@ -89,8 +95,17 @@ std::string run_broadcast(const Case& c, Transport& t, uint64_t tag_base) {
   if (root && c.in_place) recv = send;
   const std::vector<unsigned char> original = send;
   const void* sendbuf = !root ? nullptr : c.in_place ? recv.data() : send.data();
-  const plx_result_t rc =
-      broadcast(t, tag_base, sendbuf, recv.data(), c.count, c.dt, c.root, c.chunk_bytes);
+  CollArgs args;
+  args.collective = Collective::Broadcast;
+  args.sendbuf = sendbuf;
+  args.recvbuf = recv.data();
+  args.count = c.count;
+  args.datatype = c.dt;
+  args.root = c.root;
+  args.chunk_bytes = c.chunk_bytes;
+  const size_t bytes = c.count * elem;
+  const plx_result_t rc = (bytes < c.chunk_bytes ? binomial_broadcast : chain_broadcast)(
+      t, tag_base, args);
   if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc);
   const std::string why = check_periodic(recv.data(), c.count, c.dt, payload);
   if (!why.empty()) return why;
@@ -111,7 +126,7 @@ void run_cases(int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
   const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
     for (size_t k = 0; k < cases.size(); ++k) {
       const Case& c = cases[k];
-      const uint64_t tag_base = static_cast<uint64_t>(k + 1) << 32;
+      const uint64_t tag_base = collective_tag_base(k + 1);
       std::string why;
       if (c.kind == Kind::Allreduce) {
         why = run_allreduce(c, t, tag_base);
@@ -120,7 +135,7 @@ void run_cases(int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
       } else {
         if ((r + k) % 3 == 0) std::this_thread::yield();  // vary the arrival order
         arrivals[k].fetch_add(1);
-        const plx_result_t rc = dissemination_barrier(t, tag_base);
+        const plx_result_t rc = dissemination_barrier(t, tag_base, CollArgs{});
         if (rc != PLX_SUCCESS)
           why = "returned " + std::to_string(rc);
         else if (arrivals[k].load() != n) {
@@ -232,14 +247,22 @@ TEST(AlgorithmFailure, MissingRankTimesOut) {
   const std::vector<std::function<plx_result_t(Transport&)>> calls = {
       [](Transport& t) {
         std::vector<float> buf(1009, 1.0f);
-        return ring_allreduce(t, 1ull << 32, buf.data(), buf.data(), buf.size(), PLX_FLOAT32,
-                              PLX_SUM, 64);
+        CollArgs args;
+        args.sendbuf = args.recvbuf = buf.data();
+        args.count = buf.size();
+        args.chunk_bytes = 64;
+        return ring_allreduce(t, collective_tag_base(1), args);
       },
       [](Transport& t) {
         std::vector<float> buf(1009, 1.0f);
-        return broadcast(t, 1ull << 32, nullptr, buf.data(), buf.size(), PLX_FLOAT32, 2, 64);
+        CollArgs args;
+        args.recvbuf = buf.data();
+        args.count = buf.size();
+        args.root = 2;
+        args.chunk_bytes = 64;
+        return chain_broadcast(t, collective_tag_base(1), args);
       },
-      [](Transport& t) { return dissemination_barrier(t, 1ull << 32); },
+      [](Transport& t) { return dissemination_barrier(t, collective_tag_base(1), CollArgs{}); },
   };
   for (size_t k = 0; k < calls.size(); ++k) {
     plexus::test::ThreadWorld world(3, 0, std::chrono::milliseconds(300));
