@@ -4,9 +4,14 @@
 // transport's wait loop checks both on every pass, so a collective blocked on a dead peer returns
 // within a few milliseconds of the news. Shared (shared_ptr) by the communicator, its transport
 // and its rendezvous client, so whichever is destroyed last frees it.
+//
+// A communicator made by plx_comm_split has its own state (its own abort flag) whose parent is the
+// state of the communicator it was split from: a peer lost there is an error here too, since the
+// liveness channel belongs to the parent.
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -17,6 +22,9 @@ namespace plexus::comm {
 
 class AsyncState {
  public:
+  AsyncState() = default;
+  explicit AsyncState(std::shared_ptr<const AsyncState> parent) : parent_(std::move(parent)) {}
+
   void request_abort() { aborted_.store(true, std::memory_order_release); }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
@@ -28,15 +36,23 @@ class AsyncState {
     error_.store(code, std::memory_order_release);
   }
 
-  // PLX_SUCCESS while nothing went wrong in the background. Never blocks.
-  plx_result_t error() const { return error_.load(std::memory_order_acquire); }
+  // PLX_SUCCESS while nothing went wrong in the background (here or in the parent). Never blocks.
+  plx_result_t error() const {
+    const plx_result_t own = error_.load(std::memory_order_acquire);
+    if (own != PLX_SUCCESS || !parent_) return own;
+    return parent_->error();
+  }
 
   std::string message() const {
+    if (error_.load(std::memory_order_acquire) == PLX_SUCCESS && parent_) {
+      return parent_->message();
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     return message_;
   }
 
  private:
+  std::shared_ptr<const AsyncState> parent_;
   std::atomic<bool> aborted_{false};
   std::atomic<plx_result_t> error_{PLX_SUCCESS};
   mutable std::mutex mutex_;

@@ -1,4 +1,6 @@
-// c_api.cpp - every function of include/plexus/plexus.h.
+// c_api.cpp - the communicator functions of include/plexus/plexus.h: errors and version,
+// creation, queries, split, destroy and abort, pre-multiplied sums and algorithm control.
+// The collectives are in c_api_collectives.cpp, requests and groups in c_api_requests.cpp.
 //
 // Each entry point clears the thread's last error, checks its arguments (messages
 // "plx_fn: rank R: <argument> <value> not in <range>"), runs inside guarded() so no exception
@@ -8,126 +10,28 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
 #include <string_view>
 
-#include "comm/algorithms/algorithms.h"
 #include "comm/bootstrap/launcher_env.h"
 #include "comm/bootstrap/rendezvous_server.h"
 #include "comm/bootstrap/unique_id.h"
 #include "comm/bootstrap/unique_id_server.h"
+#include "comm/core/c_api_checks.h"
 #include "comm/core/communicator.h"
+#include "comm/core/submit.h"
 #include "comm/core/config.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
+#include "comm/tuning/algo_override.h"
 #include "plexus/plexus.h"
 
 namespace {
 
+using namespace plexus::comm;  // NOLINT: the C ABI layer of this namespace
 using plexus::set_error;
-
-// Runs `body` for the public function `fn`: no exception escapes, and a failure's message
-// always starts with "fn: ".
-template <typename Body>
-plx_result_t guarded(const char* fn, Body&& body) {
-  plexus::clear_error();
-  plx_result_t result = PLX_SUCCESS;
-  try {
-    result = body();
-  } catch (const std::bad_alloc&) {
-    return set_error(PLX_ERROR_SYSTEM, fmt::format("{}: out of memory", fn));
-  } catch (const std::exception& e) {
-    return set_error(PLX_ERROR_INTERNAL, fmt::format("{}: unexpected exception: {}", fn, e.what()));
-  } catch (...) {
-    return set_error(PLX_ERROR_INTERNAL, fmt::format("{}: unexpected exception", fn));
-  }
-  if (result == PLX_SUCCESS) {
-    plexus::clear_error();
-    return result;
-  }
-  const std::string_view message = plexus::last_error();
-  if (message.empty()) {
-    return set_error(result, fmt::format("{}: failed with {}", fn, plx_get_error_string(result)));
-  }
-  if (!message.starts_with(fn)) {
-    return set_error(result, fmt::format("{}: {}", fn, message));
-  }
-  return result;
-}
-
-// Tells plx_comm_abort() a call is using the communicator.
-class ActiveCall {
- public:
-  explicit ActiveCall(plx_comm* comm) : comm_(comm) { comm_->active_calls.fetch_add(1); }
-  ~ActiveCall() { comm_->active_calls.fetch_sub(1); }
-  ActiveCall(const ActiveCall&) = delete;
-  ActiveCall& operator=(const ActiveCall&) = delete;
-
- private:
-  plx_comm* comm_;
-};
-
-plx_result_t null_argument(const char* fn, const plx_comm* comm, const char* what) {
-  if (comm) {
-    return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: rank {}: {} is NULL", fn, comm->rank, what));
-  }
-  return set_error(PLX_ERROR_INVALID_ARGUMENT, fmt::format("{}: {} is NULL", fn, what));
-}
-
-plx_result_t check_datatype(const char* fn, const plx_comm* comm, plx_datatype_t datatype) {
-  const int value = static_cast<int>(datatype);
-  if (value < 0 || value >= PLX_NUM_DATATYPES) {
-    return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: rank {}: datatype {} not in 0..{}", fn, comm->rank, value,
-                                 PLX_NUM_DATATYPES - 1));
-  }
-  return PLX_SUCCESS;
-}
-
-plx_result_t check_stream(const char* fn, const plx_comm* comm, const void* stream) {
-  if (stream) {
-    return set_error(PLX_ERROR_UNSUPPORTED,
-                     fmt::format("{}: rank {}: stream {} is not NULL; device streams are not "
-                                 "supported in this version",
-                                 fn, comm->rank, stream));
-  }
-  return PLX_SUCCESS;
-}
-
-// A NULL buffer is allowed only with count 0; count * element size must fit in size_t.
-plx_result_t check_buffer(const char* fn, const plx_comm* comm, const char* name,
-                          const void* buffer, size_t count, plx_datatype_t datatype) {
-  if (count > 0 && !buffer) {
-    return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: rank {}: {} is NULL with count {}", fn, comm->rank, name,
-                                 count));
-  }
-  const size_t element_bytes = plx_datatype_size(datatype);
-  if (element_bytes > 0 && count > SIZE_MAX / element_bytes) {
-    return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: rank {}: count {} of {}-byte elements overflows size_t", fn,
-                                 comm->rank, count, element_bytes));
-  }
-  return PLX_SUCCESS;
-}
-
-// Send and receive buffers must be the same (in place) or disjoint.
-plx_result_t check_overlap(const char* fn, const plx_comm* comm, const void* sendbuf,
-                           const void* recvbuf, size_t count, plx_datatype_t datatype) {
-  if (count == 0 || sendbuf == recvbuf || !sendbuf || !recvbuf) return PLX_SUCCESS;
-  const auto send = reinterpret_cast<uintptr_t>(sendbuf);
-  const auto recv = reinterpret_cast<uintptr_t>(recvbuf);
-  const size_t bytes = count * plx_datatype_size(datatype);
-  if (send < recv + bytes && recv < send + bytes) {
-    return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: rank {}: sendbuf {} and recvbuf {} overlap by part of their "
-                                 "{} bytes; pass the same pointer for in place",
-                                 fn, comm->rank, sendbuf, recvbuf, bytes));
-  }
-  return PLX_SUCCESS;
-}
 
 template <typename T>
 plx_result_t query(const char* fn, plx_comm_t comm, T* out, const char* out_name, T value_of_comm) {
@@ -153,10 +57,12 @@ const char* plx_get_error_string(plx_result_t result) {
     case PLX_ERROR_UNSUPPORTED:
       return "PLX_ERROR_UNSUPPORTED: not provided by this build or transport";
     case PLX_IN_PROGRESS: return "PLX_IN_PROGRESS: not finished yet";
+    case PLX_ERROR_MISMATCH:
+      return "PLX_ERROR_MISMATCH: ranks called a collective with different arguments";
     case PLX_ERROR_REMOTE: return "PLX_ERROR_REMOTE: a peer died or disconnected";
     case PLX_ERROR_TIMEOUT:
       return "PLX_ERROR_TIMEOUT: an operation or the rendezvous exceeded PLEXUS_TIMEOUT_MS";
-    case PLX_ERROR_TRANSPORT: return "PLX_ERROR_TRANSPORT: libfabric reported an error";
+    case PLX_ERROR_TRANSPORT: return "PLX_ERROR_TRANSPORT: the transport (libfabric, UCX) reported an error";
     case PLX_ERROR_ABORTED: return "PLX_ERROR_ABORTED: the communicator was aborted";
     case PLX_ERROR_SYSTEM: return "PLX_ERROR_SYSTEM: an OS call or allocation failed";
     case PLX_ERROR_INTERNAL: return "PLX_ERROR_INTERNAL: a Plexus bug; please report it";
@@ -280,12 +186,20 @@ plx_result_t plx_comm_transport_name(plx_comm_t comm, const char** name) {
 plx_result_t plx_comm_destroy(plx_comm_t comm) {
   return guarded("plx_comm_destroy", [&] {
     if (!comm) return PLX_SUCCESS;
+    if (in_group()) {
+      return set_error(PLX_ERROR_INVALID_USAGE,
+                       fmt::format("plx_comm_destroy: rank {}: called inside a group", comm->rank));
+    }
     return plexus::comm::destroy_communicator(comm);
   });
 }
 
 plx_result_t plx_comm_abort(plx_comm_t comm) {
   return guarded("plx_comm_abort", [&] {
+    if (comm && in_group()) {
+      return set_error(PLX_ERROR_INVALID_USAGE,
+                       fmt::format("plx_comm_abort: rank {}: called inside a group", comm->rank));
+    }
     if (comm) plexus::comm::abort_communicator(comm);
     return PLX_SUCCESS;
   });
@@ -296,78 +210,74 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
                comm ? comm->async->error() : PLX_SUCCESS);
 }
 
-plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
-                           plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
-                           void* stream) {
-  constexpr const char* fn = "plx_allreduce";
+plx_result_t plx_comm_split(plx_comm_t comm, int color, int key, plx_comm_t* newcomm) {
+  constexpr const char* fn = "plx_comm_split";
   return guarded(fn, [&] {
     if (!comm) return null_argument(fn, nullptr, "comm");
-    PLX_CHECK(check_stream(fn, comm, stream));
-    PLX_CHECK(check_datatype(fn, comm, datatype));
-    const int op_value = static_cast<int>(op);
-    if (op_value < 0 || op_value >= PLX_NUM_OPS) {
-      return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                       fmt::format("{}: rank {}: op {} not in 0..{}", fn, comm->rank, op_value,
-                                   PLX_NUM_OPS - 1));
+    if (!newcomm) return null_argument(fn, comm, "newcomm");
+    if (in_group()) {
+      return set_error(PLX_ERROR_INVALID_USAGE,
+                       fmt::format("{}: rank {}: called inside a group", fn, comm->rank));
     }
-    PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
-    PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
-    PLX_CHECK(check_overlap(fn, comm, sendbuf, recvbuf, count, datatype));
-    if (count == 0) return PLX_SUCCESS;
-    ActiveCall active(comm);
-    plexus::comm::CollArgs args;
-    args.sendbuf = sendbuf;
-    args.recvbuf = recvbuf;
-    args.count = count;
-    args.datatype = datatype;
-    args.op = op;
-    args.chunk_bytes = comm->chunk_bytes;
-    return plexus::comm::ring_allreduce(*comm->transport, comm->next_tag_base(), args);
+    plx_comm* created = nullptr;
+    PLX_CHECK(split_communicator(comm, color, key, &created));
+    *newcomm = created;
+    return PLX_SUCCESS;
   });
 }
 
-plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
-                           plx_datatype_t datatype, int root, plx_comm_t comm, void* stream) {
-  constexpr const char* fn = "plx_broadcast";
+plx_result_t plx_red_op_create_premul_sum(plx_red_op_t* op, const void* scalar,
+                                          plx_datatype_t datatype, plx_comm_t comm) {
+  constexpr const char* fn = "plx_red_op_create_premul_sum";
   return guarded(fn, [&] {
     if (!comm) return null_argument(fn, nullptr, "comm");
-    PLX_CHECK(check_stream(fn, comm, stream));
-    if (root < 0 || root >= comm->size) {
-      return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                       fmt::format("{}: rank {}: root {} not in 0..{}", fn, comm->rank, root,
-                                   comm->size - 1));
-    }
+    if (!op) return null_argument(fn, comm, "op");
+    if (!scalar) return null_argument(fn, comm, "scalar");
     PLX_CHECK(check_datatype(fn, comm, datatype));
-    PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
-    if (comm->rank == root) {
-      PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
-      PLX_CHECK(check_overlap(fn, comm, sendbuf, recvbuf, count, datatype));
-    }
-    if (count == 0) return PLX_SUCCESS;
-    ActiveCall active(comm);
-    plexus::comm::CollArgs args;
-    args.collective = plexus::comm::Collective::Broadcast;
-    args.sendbuf = sendbuf;
-    args.recvbuf = recvbuf;
-    args.count = count;
-    args.datatype = datatype;
-    args.root = root;
-    args.chunk_bytes = comm->chunk_bytes;
-    const size_t bytes = count * plx_datatype_size(datatype);
-    return (bytes < comm->chunk_bytes ? plexus::comm::binomial_broadcast
-                                      : plexus::comm::chain_broadcast)(
-        *comm->transport, comm->next_tag_base(), args);
+    plx_comm::PremulOp premul{datatype, {}};
+    std::memcpy(premul.scalar, scalar, plx_datatype_size(datatype));
+    const int value = comm->next_premul_op++;
+    comm->premul_ops[value] = premul;
+    *op = static_cast<plx_red_op_t>(value);
+    return PLX_SUCCESS;
   });
 }
 
-plx_result_t plx_barrier(plx_comm_t comm) {
-  constexpr const char* fn = "plx_barrier";
+plx_result_t plx_red_op_destroy(plx_red_op_t op, plx_comm_t comm) {
+  constexpr const char* fn = "plx_red_op_destroy";
   return guarded(fn, [&] {
     if (!comm) return null_argument(fn, nullptr, "comm");
-    ActiveCall active(comm);
-    return plexus::comm::dissemination_barrier(*comm->transport, comm->next_tag_base(),
-                                               plexus::comm::CollArgs{});
+    if (comm->premul_ops.erase(static_cast<int>(op)) == 0) {
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("{}: rank {}: op {} is not a live pre-multiplied sum of this "
+                                   "communicator",
+                                   fn, comm->rank, static_cast<int>(op)));
+    }
+    return PLX_SUCCESS;
   });
+}
+
+plx_result_t plx_comm_set_algorithm(plx_comm_t comm, const char* spec) {
+  constexpr const char* fn = "plx_comm_set_algorithm";
+  return guarded(fn, [&] {
+    if (!comm) return null_argument(fn, nullptr, "comm");
+    AlgoOverrides overrides;
+    const std::string text = spec ? spec : "";
+    if (parse_algo_overrides(text, &overrides) != PLX_SUCCESS) {
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("{}: rank {}: {}", fn, comm->rank, plexus::last_error()));
+    }
+    // Queued work keeps the choice it was made under: wait for it first.
+    comm->executor->drain();
+    comm->overrides = overrides;
+    comm->overrides_spec = text;
+    return PLX_SUCCESS;
+  });
+}
+
+plx_result_t plx_comm_last_algorithm(plx_comm_t comm, const char** name) {
+  return query<const char*>("plx_comm_last_algorithm", comm, name, "name",
+                            comm ? comm->last_algorithm.c_str() : nullptr);
 }
 
 size_t plx_datatype_size(plx_datatype_t datatype) {

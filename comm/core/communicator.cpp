@@ -2,9 +2,13 @@
 //
 // Creation, in order:
 //   1. connect to the rendezvous server; round 0 gathers every rank's host id;
-//   2. local rank/size from the host ids (unless the launcher gave them), provider choice;
-//   3. open the endpoint; round 1 gathers "provider\0address" from every rank;
-//   4. insert the addresses, then hand the rendezvous connection to its liveness watcher.
+//   2. local rank/size from the host ids (unless the launcher gave them), transport choice
+//      (PLEXUS_TRANSPORT: libfabric with its provider choice, or UCX);
+//   3. open the endpoint; round 1 gathers "settings\0address" from every rank;
+//   4. insert the addresses;
+//   5. the cost model's parameters: rank 0's cached or measured ones, shared with every rank;
+//      round 2 waits for all, then the rendezvous connection goes to its liveness watcher.
+// Split communicators are made in communicator_split.cpp.
 #include "comm/core/communicator.h"
 
 #include <fmt/format.h>
@@ -20,7 +24,11 @@
 #include "comm/core/config.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
+#include "comm/core/run_task.h"
+#include "comm/transport/ofi/ofi_transport.h"
 #include "comm/transport/ofi/provider_select.h"
+#include "comm/transport/ucx/ucx_transport.h"
+#include "comm/tuning/cost_cache.h"
 #include "topology/host.h"
 
 namespace plexus::comm {
@@ -118,12 +126,26 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   const bool all_on_this_host = local_size == setup.nranks;
   comm->local_rank = setup.local_rank >= 0 ? setup.local_rank : local_rank;
   comm->local_size = setup.local_size >= 0 ? setup.local_size : local_size;
-  ofi::InfoPtr info;
-  PLX_CHECK(ofi::select_provider(setup.rank, all_on_this_host, shm_ok_everywhere, &info));
-
-  // 3. Endpoint and address exchange.
-  PLX_CHECK(ofi::OfiTransport::open(std::move(info), setup.rank, setup.nranks, comm->timeout_ms,
-                                    max_msg_bytes.value_or(0), comm->async, &comm->transport));
+  const std::string transport_kind = config_string("PLEXUS_TRANSPORT").value_or("ofi");
+  if (transport_kind == "ucx") {
+    std::unique_ptr<ucx::UcxTransport> transport;
+    PLX_CHECK(ucx::UcxTransport::open(setup.rank, setup.nranks, comm->timeout_ms, comm->async,
+                                      &transport, all_on_this_host));
+    comm->transport = std::move(transport);
+  } else if (transport_kind == "ofi") {
+    ofi::InfoPtr info;
+    PLX_CHECK(ofi::select_provider(setup.rank, all_on_this_host, shm_ok_everywhere, &info));
+    // 3. Endpoint and address exchange.
+    std::unique_ptr<ofi::OfiTransport> transport;
+    PLX_CHECK(ofi::OfiTransport::open(std::move(info), setup.rank, setup.nranks,
+                                      comm->timeout_ms, max_msg_bytes.value_or(0), comm->async,
+                                      &transport));
+    comm->transport = std::move(transport);
+  } else {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("rank {}: PLEXUS_TRANSPORT={} is not one of ofi, ucx", setup.rank,
+                                 transport_kind));
+  }
   const std::string provider = comm->transport->name();
   // Every rank must slice and split messages alike, or their messages will not match (and
   // libfabric's shm provider spins on a truncated receive): the settings travel with the
@@ -132,27 +154,59 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
                                            comm->chunk_bytes, max_msg_bytes.value_or(0));
   std::vector<std::vector<uint8_t>> addresses{comm->transport->local_address()};
   if (rendezvous) {
-    std::vector<Bytes> records;
+    std::vector<Bytes> endpoints;
     PLX_CHECK(comm->rendezvous->allgather(
-        1, endpoint_record(settings, comm->transport->local_address()), &records));
-    PLX_CHECK(parse_endpoint_records(setup.rank, records, settings, &addresses));
+        1, endpoint_record(settings, comm->transport->local_address()), &endpoints));
+    PLX_CHECK(parse_endpoint_records(setup.rank, endpoints, settings, &addresses));
   }
 
-  // 4. Connect, then start watching peers.
+  // 4. Connect.
   PLX_CHECK(comm->transport->connect(addresses));
-  if (rendezvous) comm->rendezvous->start_watching();
+  comm->host_ids.clear();
+  for (const Bytes& record : records) comm->host_ids.push_back(record_host(record));
+  PLX_CHECK(finish_setup(comm.get()));
+
+  // 5. The cost model: rank 0's parameters (cached per host, else measured), on every rank. A
+  // last rendezvous round then holds every rank until all have them, so no rank leaves (and,
+  // say, aborts) while another is still receiving; only then does the liveness watch start.
+  if (comm->size > 1) {
+    PLX_CHECK(load_or_measure(*comm->transport, comm->next_tag_base(), my_host, &comm->cost));
+  }
+  if (rendezvous) {
+    std::vector<Bytes> ready;
+    PLX_CHECK(comm->rendezvous->allgather(2, Bytes{}, &ready));
+    comm->rendezvous->start_watching();
+  }
   log_message(LogLevel::Info, "communicator ready: rank {} of {}, local {} of {}, provider {}",
               comm->rank, comm->size, comm->local_rank, comm->local_size, provider);
   *out = comm.release();
   return PLX_SUCCESS;
 }
 
+plx_result_t finish_setup(plx_comm* comm) {
+  comm->send_seq.assign(comm->size, 0);
+  comm->recv_seq.assign(comm->size, 0);
+  std::optional<int64_t> check_args;
+  PLX_CHECK(config_integer("PLEXUS_CHECK_ARGS", 0, 1, &check_args));
+  comm->check_args = check_args.value_or(1) != 0;
+  PLX_CHECK(algo_overrides_from_env(comm->rank, &comm->overrides));
+  comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
+  return PLX_SUCCESS;
+}
+
 plx_result_t destroy_communicator(plx_comm* comm) {
   plx_result_t result = PLX_SUCCESS;
+  // NCCL flushes outstanding work before destroying: so do we, then stop the progress thread.
+  comm->executor->drain();
+  comm->executor->stop(PLX_ERROR_ABORTED, "the communicator was destroyed");
   if (comm->rendezvous) {
-    ofi::OfiTransport* transport = comm->transport.get();
+    Transport* transport = comm->transport.get();
     result = comm->rendezvous->goodbye([transport] { transport->poll_once(); });
     if (result == PLX_SUCCESS) clear_error();  // progress passes may have recorded noise
+  } else if (comm->size > 1) {
+    // A split communicator: a barrier, so that no member frees its endpoint while a peer's
+    // last messages to it are still in flight.
+    result = dissemination_barrier(*comm->transport, comm->next_tag_base(), CollArgs{});
   }
   // Every rank has said goodbye (or one was lost): nobody needs our endpoint any more.
   comm->transport.reset();
@@ -174,6 +228,10 @@ plx_result_t destroy_communicator(plx_comm* comm) {
 
 void abort_communicator(plx_comm* comm) {
   comm->async->request_abort();
+  // The running task sees the flag and returns; queued ones finish with PLX_ERROR_ABORTED.
+  comm->executor->stop(PLX_ERROR_ABORTED, fmt::format("rank {}: the communicator was aborted "
+                                                      "(plx_comm_abort)",
+                                                      comm->rank));
   // Calls in flight on other threads see the flag within about a millisecond; wait for them to
   // leave before freeing what they use. If one never leaves, leak rather than free under it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

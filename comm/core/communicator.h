@@ -1,20 +1,27 @@
 // communicator.h - what a plx_comm_t is: a rank's view of one group of ranks.
 //
-// It owns the transport (its own libfabric endpoint), the rendezvous connection that serves as
-// the liveness channel, the rendezvous server when this rank runs it (rank 0 on the env path),
-// and the per-call sequence number that keeps each collective's tags apart.
+// It owns the transport (its own endpoint), the rendezvous connection that serves as the
+// liveness channel (world communicators; split ones use their parent's through AsyncState), the
+// rendezvous server when this rank runs it (rank 0 on the env path), the executor that runs its
+// calls in order, and the per-call sequence numbers that keep each call's tags apart.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "comm/bootstrap/rendezvous_client.h"
 #include "comm/bootstrap/rendezvous_server.h"
 #include "comm/bootstrap/unique_id.h"
 #include "comm/core/async_state.h"
-#include "comm/transport/ofi/ofi_transport.h"
+#include "comm/core/executor.h"
 #include "comm/transport/tag.h"
+#include "comm/transport/transport.h"
+#include "comm/tuning/algo_override.h"
+#include "comm/tuning/cost_model.h"
 #include "plexus/plexus.h"
 
 struct plx_comm {
@@ -24,18 +31,41 @@ struct plx_comm {
   int local_size = 1;
   int timeout_ms = 300000;
   size_t chunk_bytes = size_t{1} << 20;
+  bool check_args = true;  // PLEXUS_CHECK_ARGS: compare argument signatures (signature.h)
+  std::vector<std::string> host_ids;  // per rank
 
   std::shared_ptr<plexus::comm::AsyncState> async;
   std::unique_ptr<plexus::bootstrap::RendezvousServer> server;  // when this process runs it
-  std::unique_ptr<plexus::bootstrap::RendezvousClient> rendezvous;
-  std::unique_ptr<plexus::comm::ofi::OfiTransport> transport;
+  std::unique_ptr<plexus::bootstrap::RendezvousClient> rendezvous;  // world communicators only
+  std::unique_ptr<plexus::comm::Transport> transport;
+  std::unique_ptr<plexus::comm::Executor> executor;
 
-  // Collectives in progress (plx_comm_abort waits for them to notice the abort flag).
+  // Algorithm choice: shared cost parameters (rank 0's), and PLEXUS_ALGO / set_algorithm.
+  plexus::comm::CostParams cost;
+  plexus::comm::AlgoOverrides overrides;
+  std::string overrides_spec;
+  std::string last_algorithm;  // "allreduce:ring", for plx_comm_last_algorithm
+
+  // Pre-multiplied sums made by plx_red_op_create_premul_sum: op value -> (datatype, scalar).
+  struct PremulOp {
+    plx_datatype_t datatype;
+    unsigned char scalar[8];
+  };
+  std::map<int, PremulOp> premul_ops;
+  int next_premul_op = PLX_NUM_OPS;
+
+  // Blocking calls running on a caller's thread (plx_comm_abort waits for them to notice).
   std::atomic<int> active_calls{0};
 
   // Tag base of the next collective (comm/transport/tag.h): the sequence number in bits 24..43,
   // wrapping after 2^20 calls; bits 0..23 are the algorithm's.
   uint64_t next_tag_base() { return plexus::comm::collective_tag_base(next_seq++); }
+  // Tags of the next point-to-point message to / from `peer` (matched in posting order).
+  uint64_t next_send_tag(int peer) { return plexus::comm::p2p_tag(send_seq[peer]++); }
+  uint64_t next_recv_tag(int peer) { return plexus::comm::p2p_tag(recv_seq[peer]++); }
+
+  std::vector<uint64_t> send_seq;  // per peer, sized at creation
+  std::vector<uint64_t> recv_seq;
 
  private:
   uint64_t next_seq = 0;
@@ -52,14 +82,22 @@ struct CommSetup {
   std::unique_ptr<bootstrap::RendezvousServer> server;  // handed to the communicator
 };
 
-// Rendezvous, provider choice, endpoint, address exchange, liveness. Messages start "rank R:";
-// the C ABI adds the function name. *out is written only on success.
+// Rendezvous, transport choice, endpoint, address exchange, liveness, cost model. Messages start
+// "rank R:"; the C ABI adds the function name. *out is written only on success.
 plx_result_t create_communicator(CommSetup setup, plx_comm** out);
 
-// Clean shutdown (GOODBYE through the root, bounded by the timeout), then frees.
+// Collective over `parent` (see plx_comm_split). *out is NULL for PLX_UNDEFINED.
+plx_result_t split_communicator(plx_comm* parent, int color, int key, plx_comm** out);
+
+// Waits for queued work, then a clean shutdown (GOODBYE through the root for world
+// communicators, a barrier for split ones, bounded by the timeout), then frees.
 plx_result_t destroy_communicator(plx_comm* comm);
 
 // Raises the abort flag, lets in-flight calls return PLX_ERROR_ABORTED, tells the root, frees.
 void abort_communicator(plx_comm* comm);
+
+// Fields every communicator sets the same way once its transport is connected: the executor,
+// the point-to-point counters, PLEXUS_CHECK_ARGS.
+plx_result_t finish_setup(plx_comm* comm);
 
 }  // namespace plexus::comm

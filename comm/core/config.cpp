@@ -35,6 +35,13 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_MASTER_PORT", ConfigType::Integer, "",
    "TCP port of the rendezvous server. Falls back to MASTER_PORT, then 29500 "
    "(plx_get_unique_id: a port chosen by the kernel)."},
+  {"PLEXUS_TRANSPORT", ConfigType::String, "ofi",
+   "Transport of the communicators: \"ofi\" (libfabric; PLEXUS_FI_PROVIDER picks the provider) "
+   "or \"ucx\" (UCX; its own UCX_TLS and UCX_NET_DEVICES apply). Every rank must use the same."},
+  {"PLEXUS_CHECK_ARGS", ConfigType::Integer, "1",
+   "1: every collective first compares a 32-byte signature of its arguments across the ranks "
+   "(ceil(log2 n) small messages) and returns PLX_ERROR_MISMATCH on every rank if they differ. "
+   "0: skip the check (lower latency; mismatched calls then hang until PLEXUS_TIMEOUT_MS)."},
   {"PLEXUS_FI_PROVIDER", ConfigType::String, "",
    "libfabric provider to use, e.g. \"tcp\", \"tcp;ofi_rxm\", \"shm\", \"efa\". Unset: efa if "
    "present, else shm when every rank is on one host and shm passes a self-test, else tcp."},
@@ -51,6 +58,17 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_HOST_ID", ConfigType::String, "",
    "Overrides the host identity (default <hostname>/<boot id>); ranks with equal ids are "
    "on one host. Lets one machine emulate a cluster."},
+  {"PLEXUS_ALGO", ConfigType::String, "",
+   "Forces algorithms, e.g. \"allreduce:ring,broadcast:binomial\" (collective:algorithm, "
+   "comma-separated; <collective>:auto or unset = chosen by the cost model). Names: "
+   "docs/tuning.md; PLEXUS_DEBUG=INFO logs every choice and why."},
+  {"PLEXUS_COST_MODEL", ConfigType::String, "",
+   "\"alpha_us,beta_ns_per_byte,gamma_ns_per_byte\" (e.g. \"2.5,0.1,0.05\"): the cost model's "
+   "latency, inverse bandwidth and reduction cost, used instead of measuring them. Lets one "
+   "machine emulate another's algorithm choices."},
+  {"PLEXUS_CACHE_DIR", ConfigType::String, "",
+   "Folder of the measured cost-model parameters (one JSON file per host and provider). "
+   "Unset: $XDG_CACHE_HOME/plexus, else $HOME/.cache/plexus. Delete the file to re-measure."},
 };
 // clang-format on
 

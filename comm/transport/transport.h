@@ -13,10 +13,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "plexus/plexus.h"
 
 namespace plexus::comm {
+
+class AsyncState;  // comm/core/async_state.h
 
 // One posted send or receive. Must not move or be destroyed while posted (the transport keeps a
 // pointer to it until it completes).
@@ -59,6 +63,19 @@ class Transport {
 
   // Makes one progress pass; sets *done when req has completed. Never blocks.
   virtual plx_result_t test(Request& req, bool* done) = 0;
+
+  // ---- Set-up, used by the communicator (not by algorithms) ----
+  // This endpoint's address, to be sent to the peers.
+  virtual const std::vector<uint8_t>& local_address() const = 0;
+  // Records every rank's address (index = rank); required before the first post.
+  virtual plx_result_t connect(const std::vector<std::vector<uint8_t>>& addresses) = 0;
+  // One progress pass with nothing to wait for. Never blocks; does nothing after a failure.
+  virtual void poll_once() = 0;
+  // Opens a new, unconnected endpoint of the same kind and settings for a group of `size`
+  // ranks in which this process is `rank` (communicator split). `async` is the new group's.
+  virtual plx_result_t open_sibling(int rank, int size, int timeout_ms,
+                                    std::shared_ptr<AsyncState> async,
+                                    std::unique_ptr<Transport>* out) const = 0;
 };
 
 }  // namespace plexus::comm

@@ -11,14 +11,26 @@
  *    plx_get_last_error() returns a message naming the function, the rank and the argument,
  *    e.g. "plx_broadcast: rank 3: root 9 not in 0..7".
  *  - Nothing exits the process and no C++ exception crosses this ABI.
- *  - Collectives are blocking: they return once the caller's output buffer holds the result.
- *    All ranks of a communicator must call the same collectives in the same order with the same
- *    count, datatype, op and root.
+ *  - Collectives come in two forms. plx_allreduce() etc. are blocking: they return once the
+ *    caller's output buffer holds the result. plx_iallreduce() etc. return at once with a
+ *    request (plx_wait/plx_test); the buffers must stay valid and untouched until it completes.
+ *    Operations on one communicator run in the order they were called, one at a time, on the
+ *    communicator's progress thread (which sleeps on a condition variable when idle); operations
+ *    on different communicators run concurrently.
+ *  - All ranks of a communicator must call the same collectives in the same order with the same
+ *    count, datatype, op and root. Each collective first compares a small signature of its
+ *    arguments across the ranks (ceil(log2 n) rounds of 64-byte messages, switched off with
+ *    PLEXUS_CHECK_ARGS=0); a difference returns PLX_ERROR_MISMATCH on every rank.
+ *  - Counts of 0 are allowed everywhere and move no data (the signature is still compared).
  *  - Thread safety: distinct communicators may be used from distinct threads concurrently. One
- *    communicator must not be used by two threads at once, except plx_comm_abort(), which may be
- *    called from any thread (or a signal-safe context is NOT guaranteed) at any time.
+ *    communicator must not be used by two threads at once (the order of its calls must be the
+ *    same on every rank), except plx_comm_abort(), which may be called from any thread at any
+ *    time (it is not async-signal-safe). plx_wait/plx_test may be called from any thread.
  *  - `stream` parameters are reserved for device buffers (a `cudaStream_t` in a CUDA build). Host
  *    work passes NULL; a non-NULL stream returns PLX_ERROR_UNSUPPORTED in this version.
+ *  - The algorithm is part of the signature: ranks must agree on PLEXUS_ALGO and
+ *    plx_comm_set_algorithm, and the automatic choice is made from parameters that rank 0
+ *    measured and shared, so every rank picks the same algorithm.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -49,7 +61,10 @@ extern "C" {
  *                               plx_comm_destroy or plx_comm_abort is undefined behaviour, as
  *                               with any freed handle.
  *   PLX_ERROR_UNSUPPORTED       a feature this build or transport does not provide (e.g. a stream).
- *   PLX_IN_PROGRESS             reserved for non-blocking calls: not finished yet.
+ *   PLX_IN_PROGRESS             plx_test() on a request that has not finished yet.
+ *   PLX_ERROR_MISMATCH          the ranks called the same collective with different arguments
+ *                               (count, datatype, op, root, or a different collective); every
+ *                               rank returns it, the message names both sides, no data moved.
  * Rebuild the communicator (destroy it, create a new one):
  *   PLX_ERROR_REMOTE            a peer died, aborted or disconnected; the message names the rank.
  *   PLX_ERROR_TIMEOUT           an operation or the rendezvous exceeded PLEXUS_TIMEOUT_MS.
@@ -65,6 +80,7 @@ typedef enum plx_result_t {
   PLX_ERROR_INVALID_USAGE = 2,
   PLX_ERROR_UNSUPPORTED = 3,
   PLX_IN_PROGRESS = 4,
+  PLX_ERROR_MISMATCH = 5,
   PLX_ERROR_REMOTE = 10,
   PLX_ERROR_TIMEOUT = 11,
   PLX_ERROR_TRANSPORT = 12,
@@ -90,7 +106,8 @@ typedef enum plx_datatype_t {
 } plx_datatype_t;
 
 /* Reduction operators. PLX_AVG is the sum divided by the communicator size (for integer types
- * the quotient is truncated toward zero, as NCCL does). */
+ * the quotient is truncated toward zero, as NCCL does). Values from PLX_NUM_OPS up are
+ * pre-multiplied sums made by plx_red_op_create_premul_sum(). */
 typedef enum plx_red_op_t {
   PLX_SUM = 0,
   PLX_PROD = 1,
@@ -196,45 +213,234 @@ plx_result_t plx_comm_abort(plx_comm_t comm);
  * PLX_ERROR_INVALID_ARGUMENT if an argument is NULL. */
 plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error);
 
+/* ------------------------------------------------------------------------------------------
+ * Collectives. Common rules, stated once:
+ *  - Returns: PLX_ERROR_INVALID_ARGUMENT for a NULL comm, a NULL buffer the call must read or
+ *    write with a count > 0, partly overlapping send and receive buffers (exactly the in-place
+ *    layout given per call is allowed), a datatype, op or root out of range, or counts whose
+ *    byte size overflows size_t; PLX_ERROR_UNSUPPORTED for a non-NULL stream;
+ *    PLX_ERROR_MISMATCH when the ranks' arguments differ (see above); PLX_ERROR_REMOTE,
+ *    PLX_ERROR_TIMEOUT, PLX_ERROR_TRANSPORT or PLX_ERROR_ABORTED as described with the result
+ *    codes (output buffers are then unspecified). Argument errors are found before anything is
+ *    sent and leave the communicator usable.
+ *  - n is the communicator size, r the caller's rank; counts are elements of `datatype`.
+ *  - Algorithms: each collective has several (docs/algorithms.md gives each one's source and
+ *    cost); the communicator picks one per call from an alpha-beta cost model measured once per
+ *    host and cached (PLEXUS_CACHE_DIR), unless PLEXUS_ALGO or plx_comm_set_algorithm() forces
+ *    one. PLEXUS_DEBUG=INFO logs every choice and why.
+ *  - Floating-point results may differ from a serial sum by reassociation: for a sum of n terms
+ *    the error is within (n-1) * eps * sum|x_i| (eps of the datatype; float16/bfloat16 are summed
+ *    in float32 and rounded once per step, so (n-1) roundings). All ranks receive bit-identical
+ *    results from allreduce.
+ * ------------------------------------------------------------------------------------------ */
+
 /*
- * Allreduce: recvbuf[i] = op over ranks r of sendbuf_r[i], for i in 0..count-1, on every rank.
- * In place when sendbuf == recvbuf. Buffers must not otherwise overlap.
- *
- * Algorithm: ring allreduce = reduce-scatter then allgather over a ring of ranks, chunked into
- * slices of PLEXUS_CHUNK_BYTES and pipelined (Patarasuk & Yuan, "Bandwidth optimal all-reduce
- * algorithms for clusters of workstations", JPDC 2009). Each rank sends 2(n-1)/n * count elements.
- *
- * Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm, a NULL buffer with count > 0, buffers that
- * partly overlap, or a datatype or op out of range; PLX_ERROR_UNSUPPORTED for a non-NULL stream; PLX_ERROR_REMOTE,
- * PLX_ERROR_TIMEOUT, PLX_ERROR_TRANSPORT or PLX_ERROR_ABORTED as described above (recvbuf is then
- * unspecified). count == 0 returns PLX_SUCCESS without communicating.
+ * Allreduce: recvbuf[i] = op over ranks of sendbuf[i], i in 0..count-1, on every rank.
+ * In place when sendbuf == recvbuf.
+ * Algorithms: ring (Patarasuk & Yuan, JPDC 2009: reduce-scatter then allgather around a ring,
+ * pipelined in PLEXUS_CHUNK_BYTES slices; 2(n-1)/n * count elements sent per rank), rabenseifner
+ * (recursive halving then doubling; Rabenseifner, ICCS 2004), recursive_doubling (log2 n
+ * full exchanges, for small counts) and double_binary_tree (Sanders, Speck & Traeff 2009).
  */
 plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
                            void* stream);
 
 /*
+ * Reduce: the root's recvbuf[i] = op over ranks of sendbuf[i]. recvbuf is used only on the root
+ * (others may pass NULL). In place on the root when sendbuf == recvbuf.
+ * Algorithms: binomial tree (pipelined in chunks) and ring (ring reduce-scatter, then the
+ * segments gathered at the root; Rabenseifner 2004).
+ */
+plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
+                        plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
+                        void* stream);
+
+/*
  * Broadcast: every rank's recvbuf receives `count` elements of the root's sendbuf. sendbuf is
  * read only on the root (others may pass NULL); in place on the root when sendbuf == recvbuf.
- *
- * Algorithm: pipelined chain (ring) broadcast for large messages and a binomial tree for small
- * ones (see docs/algorithms.md); each non-root rank receives count elements once.
- *
- * Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm, root not in 0..size-1, a NULL recvbuf (or
- * a NULL sendbuf on the root) with count > 0, partly overlapping buffers on the root, or a
- * datatype out of range; otherwise as
- * plx_allreduce().
+ * Algorithms: binomial tree, pipelined chain, and scatter then ring allgather (van de Geijn).
  */
 plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, int root, plx_comm_t comm, void* stream);
 
 /*
+ * Reduce-scatter: sendbuf holds n * recvcount elements; rank r's recvbuf[i] =
+ * op over ranks of sendbuf[r * recvcount + i]. In place when
+ * recvbuf == sendbuf + r * recvcount elements.
+ * Algorithms: ring (n-1 steps, pipelined) and recursive_halving (Thakur et al. 2005).
+ */
+plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
+                                void* stream);
+
+/*
+ * Allgather: recvbuf holds n * sendcount elements; block j (elements j*sendcount ..) is rank
+ * j's sendbuf, on every rank. In place when sendbuf == recvbuf + r * sendcount elements.
+ * Algorithms: ring (pipelined) and bruck (Bruck et al., IEEE TPDS 8(11), 1997).
+ */
+plx_result_t plx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                           plx_datatype_t datatype, plx_comm_t comm, void* stream);
+
+/*
+ * All-to-all: sendbuf and recvbuf hold n * count elements; block j of rank r's sendbuf lands in
+ * block r of rank j's recvbuf. In place when sendbuf == recvbuf (staged internally).
+ * Algorithms: pairwise exchange (n-1 steps) and bruck (ceil(log2 n) steps, small blocks).
+ */
+plx_result_t plx_alltoall(const void* sendbuf, void* recvbuf, size_t count,
+                          plx_datatype_t datatype, plx_comm_t comm, void* stream);
+
+/*
+ * All-to-all with counts: sendcounts[j] elements from sendbuf + sdispls[j] go to rank j and land
+ * at recvbuf + rdispls[r] there, where rank j's recvcounts[r] must equal them. All four arrays
+ * have n entries, in elements. Not in place (sendbuf == recvbuf is PLX_ERROR_INVALID_ARGUMENT).
+ * The counts themselves are not compared across ranks: a pair that disagrees fails with
+ * PLX_ERROR_TRANSPORT (message truncated) or PLX_ERROR_TIMEOUT.
+ * Algorithm: pairwise exchange.
+ */
+plx_result_t plx_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                           void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                           plx_datatype_t datatype, plx_comm_t comm, void* stream);
+
+/*
+ * Gather: the root's recvbuf (n * sendcount elements) receives rank j's sendbuf in block j.
+ * recvbuf is used only on the root. In place on the root when
+ * sendbuf == recvbuf + root * sendcount elements. Algorithms: linear and binomial tree.
+ */
+plx_result_t plx_gather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                        plx_datatype_t datatype, int root, plx_comm_t comm, void* stream);
+
+/*
+ * Scatter: block j of the root's sendbuf (n * recvcount elements) lands in rank j's recvbuf.
+ * sendbuf is used only on the root. In place on the root when
+ * recvbuf == sendbuf + root * recvcount elements. Algorithms: linear and binomial tree.
+ */
+plx_result_t plx_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                         plx_datatype_t datatype, int root, plx_comm_t comm, void* stream);
+
+/*
+ * Point-to-point, as NCCL's ncclSend/ncclRecv: the k-th plx_send from rank a to rank b matches
+ * the k-th plx_recv on b from a; count and datatype must agree (a longer message than the
+ * receive fails with PLX_ERROR_TRANSPORT). A blocking send may wait for its receive, so a rank
+ * that must send and receive at once (a ring exchange, or to itself) puts both between
+ * plx_group_start() and plx_group_end(). PLX_ERROR_INVALID_ARGUMENT for a peer not in
+ * 0..n-1 or a NULL buffer with count > 0. No signature is compared.
+ */
+plx_result_t plx_send(const void* sendbuf, size_t count, plx_datatype_t datatype, int peer,
+                      plx_comm_t comm, void* stream);
+plx_result_t plx_recv(void* recvbuf, size_t count, plx_datatype_t datatype, int peer,
+                      plx_comm_t comm, void* stream);
+
+/*
  * Barrier: returns once every rank of comm has entered it.
  * Algorithm: dissemination barrier (Hensgen, Finkel & Manber 1988), ceil(log2 n) rounds of
- * zero-byte messages. Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm; otherwise as
- * plx_allreduce().
+ * zero-byte messages. Returns PLX_ERROR_INVALID_ARGUMENT for a NULL comm; otherwise as above.
  */
 plx_result_t plx_barrier(plx_comm_t comm);
+
+/* ------------------------------------------------------------------------------------------
+ * Pre-multiplied sum (NCCL's ncclRedOpCreatePreMulSum): an op that multiplies each rank's input
+ * by `*scalar` (one element of `datatype`, host memory, read now) and then sums. Usable with
+ * allreduce, reduce and reduce_scatter on comm, for that datatype only. Half types multiply in
+ * float32 and round once, then sum as PLX_SUM does.
+ * plx_red_op_create_premul_sum: PLX_ERROR_INVALID_ARGUMENT for a NULL op, scalar or comm or a
+ * datatype out of range. plx_red_op_destroy: PLX_ERROR_INVALID_ARGUMENT for an op that is not a
+ * live pre-multiplied sum of comm. Not thread-safe with calls on the same comm.
+ * ------------------------------------------------------------------------------------------ */
+plx_result_t plx_red_op_create_premul_sum(plx_red_op_t* op, const void* scalar,
+                                          plx_datatype_t datatype, plx_comm_t comm);
+plx_result_t plx_red_op_destroy(plx_red_op_t op, plx_comm_t comm);
+
+/* ------------------------------------------------------------------------------------------
+ * Non-blocking forms. Each takes the arguments of its blocking form (less the stream) and
+ * returns at once with *request set; the operation runs on the communicator's progress thread
+ * in call order. Argument errors are returned at once (no request is made). The buffers must
+ * not be touched until plx_wait() returns or plx_test() reports completion.
+ * ------------------------------------------------------------------------------------------ */
+typedef struct plx_request* plx_request_t;
+
+plx_result_t plx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
+                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
+                            plx_request_t* request);
+plx_result_t plx_ireduce(const void* sendbuf, void* recvbuf, size_t count,
+                         plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
+                         plx_request_t* request);
+plx_result_t plx_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                            plx_datatype_t datatype, int root, plx_comm_t comm,
+                            plx_request_t* request);
+plx_result_t plx_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                 plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
+                                 plx_request_t* request);
+plx_result_t plx_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                            plx_datatype_t datatype, plx_comm_t comm, plx_request_t* request);
+plx_result_t plx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
+                           plx_datatype_t datatype, plx_comm_t comm, plx_request_t* request);
+plx_result_t plx_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                            void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                            plx_datatype_t datatype, plx_comm_t comm, plx_request_t* request);
+plx_result_t plx_igather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                         plx_datatype_t datatype, int root, plx_comm_t comm,
+                         plx_request_t* request);
+plx_result_t plx_iscatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                          plx_datatype_t datatype, int root, plx_comm_t comm,
+                          plx_request_t* request);
+plx_result_t plx_isend(const void* sendbuf, size_t count, plx_datatype_t datatype, int peer,
+                       plx_comm_t comm, plx_request_t* request);
+plx_result_t plx_irecv(void* recvbuf, size_t count, plx_datatype_t datatype, int peer,
+                       plx_comm_t comm, plx_request_t* request);
+plx_result_t plx_ibarrier(plx_comm_t comm, plx_request_t* request);
+
+/* Waits for the request to finish, frees it, and returns the operation's result (with
+ * plx_get_last_error() set on failure). The wait sleeps; it does not spin. A NULL request returns
+ * PLX_ERROR_INVALID_ARGUMENT. The request is invalid afterwards. */
+plx_result_t plx_wait(plx_request_t request);
+
+/* Never blocks. If the request has finished: frees it, sets *done = 1 and returns its result.
+ * Otherwise sets *done = 0 and returns PLX_SUCCESS (the request stays valid).
+ * PLX_ERROR_INVALID_ARGUMENT if request or done is NULL. */
+plx_result_t plx_test(plx_request_t request, int* done);
+
+/* ------------------------------------------------------------------------------------------
+ * Groups, as NCCL's ncclGroupStart/ncclGroupEnd: between plx_group_start() and the matching
+ * plx_group_end() on the same thread, blocking calls only check their arguments and queue the
+ * operation (they return PLX_SUCCESS or an argument error). plx_group_end() then posts every
+ * queued send and receive of each communicator at once, runs the queued collectives of each
+ * communicator in order (communicators concurrently), and returns when all are done, with the
+ * first failure. Non-blocking calls in a group return requests that finish with the group.
+ * Groups nest; only the outermost plx_group_end() runs them. plx_group_end() without a start is
+ * PLX_ERROR_INVALID_USAGE. plx_comm_split, plx_comm_destroy and plx_comm_abort may not be called
+ * inside a group (PLX_ERROR_INVALID_USAGE).
+ * ------------------------------------------------------------------------------------------ */
+plx_result_t plx_group_start(void);
+plx_result_t plx_group_end(void);
+
+/* ------------------------------------------------------------------------------------------
+ * Communicator split (MPI_Comm_split semantics): collective over comm. Ranks passing the same
+ * color form one new communicator, ordered by key and then by their rank in comm; color
+ * PLX_UNDEFINED opts out (*newcomm = NULL). Colors must be >= 0 or PLX_UNDEFINED: a bad color
+ * on any rank returns PLX_ERROR_INVALID_ARGUMENT on every rank (the message names the rank).
+ * The new communicator has its own transport endpoint (no cross-talk with comm or any other
+ * communicator), inherits comm's cost model, algorithm overrides and timeout, and learns of a
+ * lost peer through comm's liveness channel while comm lives. It must be destroyed (or aborted)
+ * on its own; its plx_comm_destroy waits for the other members (a barrier, bounded by the
+ * timeout). *newcomm is written only on success.
+ * ------------------------------------------------------------------------------------------ */
+#define PLX_UNDEFINED (-1)
+plx_result_t plx_comm_split(plx_comm_t comm, int color, int key, plx_comm_t* newcomm);
+
+/* ------------------------------------------------------------------------------------------
+ * Algorithm control. spec has the PLEXUS_ALGO syntax: "collective:algorithm" pairs separated by
+ * commas, e.g. "allreduce:ring,broadcast:chain"; collectives not named (and NULL or "") use the
+ * cost model. Collectives: allreduce, reduce, broadcast, reduce_scatter, allgather, alltoall,
+ * alltoallv, gather, scatter, barrier; algorithms as in docs/algorithms.md. It applies to later
+ * calls on comm and must be made alike on every rank (else PLX_ERROR_MISMATCH follows, since the
+ * algorithm is part of the signature). PLX_ERROR_INVALID_ARGUMENT for a malformed spec (the
+ * message names the bad token and lists what is valid); comm is unchanged then.
+ * plx_comm_last_algorithm: "collective:algorithm" of the last collective that ran on comm
+ * (e.g. "allreduce:ring"), "" before the first; valid until the next call on comm.
+ * ------------------------------------------------------------------------------------------ */
+plx_result_t plx_comm_set_algorithm(plx_comm_t comm, const char* spec);
+plx_result_t plx_comm_last_algorithm(plx_comm_t comm, const char** name);
 
 /* Writes the table of every PLEXUS_* environment variable libplexus reads to `out`: per
  * variable its name, type (integer, bytes, string, level), default and a one-paragraph help text,

@@ -176,7 +176,7 @@ std::string argument_checks(plx_comm_t comm, int rank, int n) {
   check(plx_allreduce(data, out, 5, static_cast<plx_datatype_t>(42), PLX_SUM, comm, nullptr),
         PLX_ERROR_INVALID_ARGUMENT, "plx_allreduce: " + r + "datatype 42 not in 0..9");
   check(plx_allreduce(data, out, 5, PLX_INT32, static_cast<plx_red_op_t>(7), comm, nullptr),
-        PLX_ERROR_INVALID_ARGUMENT, "plx_allreduce: " + r + "op 7 not in 0..4");
+        PLX_ERROR_INVALID_ARGUMENT, "plx_allreduce: " + r + "op 7 not in 0..4 and not a live pre-multiplied sum of this communicator");
   check(plx_allreduce(data, nullptr, 5, PLX_INT32, PLX_SUM, comm, nullptr),
         PLX_ERROR_INVALID_ARGUMENT, "plx_allreduce: " + r + "recvbuf is NULL with count 5");
   check(plx_allreduce(nullptr, out, 5, PLX_INT32, PLX_SUM, comm, nullptr),

@@ -229,6 +229,13 @@ class ThreadTransport final : public comm::Transport {
   plx_result_t wait_all(comm::Request* const* reqs, size_t n) override {
     return fabric_.wait_all(rank_, reqs, n);
   }
+  const std::vector<uint8_t>& local_address() const override { return address_; }
+  plx_result_t connect(const std::vector<std::vector<uint8_t>>&) override { return PLX_SUCCESS; }
+  void poll_once() override {}
+  plx_result_t open_sibling(int, int, int, std::shared_ptr<comm::AsyncState>,
+                            std::unique_ptr<comm::Transport>*) const override {
+    return PLX_ERROR_UNSUPPORTED;
+  }
   plx_result_t test(comm::Request& req, bool* done) override {
     return fabric_.test(rank_, req, done);
   }
@@ -237,6 +244,7 @@ class ThreadTransport final : public comm::Transport {
   ThreadFabric& fabric_;
   int rank_;
   int size_;
+  std::vector<uint8_t> address_;
 };
 
 }  // namespace

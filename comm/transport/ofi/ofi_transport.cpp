@@ -93,6 +93,21 @@ plx_result_t OfiTransport::connect(const std::vector<std::vector<uint8_t>>& addr
   return PLX_SUCCESS;
 }
 
+plx_result_t OfiTransport::open_sibling(int rank, int size, int timeout_ms,
+                                        std::shared_ptr<AsyncState> async,
+                                        std::unique_ptr<Transport>* out) const {
+  InfoPtr info(fi_dupinfo(&fabric_->info()));
+  if (!info) {
+    return set_error(PLX_ERROR_SYSTEM,
+                     fmt::format("rank {}: fi_dupinfo failed (out of memory)", rank_));
+  }
+  std::unique_ptr<OfiTransport> sibling;
+  PLX_CHECK(open(std::move(info), rank, size, timeout_ms, max_msg_bytes_, std::move(async),
+                 &sibling));
+  *out = std::move(sibling);
+  return PLX_SUCCESS;
+}
+
 plx_result_t OfiTransport::post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
                                      Request& req) {
   return post(true, peer, tag, const_cast<void*>(buf), bytes, req);

@@ -37,9 +37,12 @@ class OfiTransport final : public Transport {
   ~OfiTransport() override;
 
   // This endpoint's address, for the rendezvous.
-  const std::vector<uint8_t>& local_address() const { return endpoint_->name(); }
+  const std::vector<uint8_t>& local_address() const override { return endpoint_->name(); }
   // Inserts every rank's address (index = rank); required before the first post.
-  plx_result_t connect(const std::vector<std::vector<uint8_t>>& addresses);
+  plx_result_t connect(const std::vector<std::vector<uint8_t>>& addresses) override;
+  // A new endpoint on a copy of this one's fi_info, with the same message-size limit.
+  plx_result_t open_sibling(int rank, int size, int timeout_ms, std::shared_ptr<AsyncState> async,
+                            std::unique_ptr<Transport>* out) const override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -53,7 +56,7 @@ class OfiTransport final : public Transport {
 
   // One progress pass with nothing to wait for (plx_comm_destroy calls it while the other
   // ranks finish). Does nothing once the transport has failed. Never blocks.
-  void poll_once();
+  void poll_once() override;
 
  private:
   struct SplitOp;

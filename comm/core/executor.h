@@ -1,0 +1,53 @@
+// executor.h - runs a communicator's tasks one at a time, in submission order.
+//
+// Blocking calls run on the caller's thread when nothing is queued or running (no thread switch
+// on the fast path); otherwise they queue behind the earlier work and wait. Non-blocking calls
+// and groups are queued for the progress thread, started on first use, which sleeps on a
+// condition variable when the queue is empty (no spinning: 8 ranks can share 2 cores). While a
+// task runs, the transport's own wait loop yields and sleeps when idle.
+//
+// The transport is used by one thread at a time: whichever runs the current task.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "comm/core/task.h"
+
+namespace plexus::comm {
+
+class Executor {
+ public:
+  // `run` executes a task and calls its finish().
+  explicit Executor(std::function<void(Task&)> run);
+  ~Executor();  // stop(PLX_ERROR_ABORTED, ...) if still running
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs the task now on this thread if idle, else queues it and waits; returns task.wait().
+  plx_result_t run_now(const std::shared_ptr<Task>& task);
+  // Queues the task for the progress thread; returns at once.
+  void submit(std::shared_ptr<Task> task);
+  // Waits until every queued task has run (destroy: NCCL flushes outstanding work).
+  void drain();
+  // Stops the progress thread after the running task; queued tasks finish with `code`.
+  void stop(plx_result_t code, const std::string& message);
+
+ private:
+  void worker_loop();
+
+  std::function<void(Task&)> run_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Task>> queue_;
+  bool busy_ = false;  // a task is running (on the worker or inline)
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace plexus::comm

@@ -1,0 +1,163 @@
+// run_task.cpp - see run_task.h.
+#include "comm/core/run_task.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "comm/core/algorithm_choice.h"
+#include "comm/core/communicator.h"
+#include "comm/core/error.h"
+#include "comm/core/log.h"
+#include "comm/core/signature.h"
+#include "comm/tuning/algorithm_id.h"
+#include "comm/reduce/reduce.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define PLX_LSAN_IGNORE(ptr) __lsan_ignore_object(ptr)
+#else
+#define PLX_LSAN_IGNORE(ptr) ((void)(ptr))
+#endif
+
+namespace plexus::comm {
+namespace {
+
+const char* datatype_label(int datatype) {
+  static const char* const kNames[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                       "uint64", "float16", "bfloat16", "float32", "float64"};
+  return datatype >= 0 && datatype < PLX_NUM_DATATYPES ? kNames[datatype] : "?";
+}
+
+const char* op_label(int op) {
+  static const char* const kNames[] = {"sum", "prod", "min", "max", "avg"};
+  return op >= 0 && op < PLX_NUM_OPS ? kNames[op] : "?";
+}
+
+bool has_op(Collective c) {
+  return c == Collective::Allreduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+bool has_root(Collective c) {
+  return c == Collective::Reduce || c == Collective::Broadcast || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
+
+std::string describe(const Signature& s) {
+  const auto collective = static_cast<Collective>(s.collective);
+  std::string text = fmt::format("{}(count {}, {}", collective_name(collective), s.count,
+                                 datatype_label(s.datatype));
+  if (has_op(collective)) {
+    if (s.flags & 1u) {
+      text += fmt::format(", premul_sum scalar bits {:#x}", s.premul_scalar);
+    } else {
+      text += fmt::format(", {}", op_label(s.op));
+    }
+  }
+  if (has_root(collective)) text += fmt::format(", root {}", s.root);
+  const auto id = static_cast<AlgorithmId>(s.algorithm);
+  return text + fmt::format(", algorithm {})",
+                            id < AlgorithmId::kCount ? algorithm_name(id) : "?");
+}
+
+Signature signature_of(const CollectiveOp& op, uint8_t algorithm) {
+  Signature s;
+  const CollArgs& a = op.args;
+  s.collective = static_cast<uint8_t>(a.collective);
+  s.datatype = static_cast<uint8_t>(a.datatype);
+  s.op = has_op(a.collective) ? static_cast<uint8_t>(a.op) : 0;
+  s.root = has_root(a.collective) ? a.root : 0;
+  s.count = a.collective == Collective::Barrier || a.collective == Collective::Alltoallv
+                ? 0
+                : a.count;
+  s.algorithm = algorithm;
+  if (op.premul) {
+    s.flags = 1;
+    std::memcpy(&s.premul_scalar, op.premul_scalar, datatype_bytes(a.datatype));
+  }
+  return s;
+}
+
+bool moves_data(const CollArgs& a) {
+  return a.collective == Collective::Barrier || a.collective == Collective::Alltoallv ||
+         a.count > 0;
+}
+
+// Pre-multiplied sum: scale this rank's input, then sum. The scaled copy goes into recvbuf when
+// the collective can then run in place there, else into `scratch`.
+plx_result_t apply_premul(plx_comm* comm, CollectiveOp& op,
+                          std::unique_ptr<unsigned char[]>* scratch) {
+  CollArgs& a = op.args;
+  const size_t elem = datatype_bytes(a.datatype);
+  const bool root = comm->rank == a.root;
+  if (a.collective == Collective::Allreduce || (a.collective == Collective::Reduce && root)) {
+    scale_by(a.recvbuf, a.sendbuf, a.count, a.datatype, op.premul_scalar);
+    a.sendbuf = a.recvbuf;
+    return PLX_SUCCESS;
+  }
+  const size_t count = a.collective == Collective::ReduceScatter
+                           ? a.count * static_cast<size_t>(comm->size)
+                           : a.count;
+  *scratch = std::make_unique_for_overwrite<unsigned char[]>(count * elem);
+  scale_by(scratch->get(), a.sendbuf, count, a.datatype, op.premul_scalar);
+  a.sendbuf = scratch->get();
+  return PLX_SUCCESS;
+}
+
+plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
+  CollArgs& a = op.args;
+  a.chunk_bytes = comm->chunk_bytes;
+  ChosenAlgorithm chosen;
+  PLX_CHECK(choose_algorithm(comm, a, &chosen));
+  comm->last_algorithm =
+      fmt::format("{}:{}", collective_name(a.collective), algorithm_name(chosen.id));
+  if (comm->check_args && comm->size > 1) {
+    PLX_CHECK(compare_signatures(*comm->transport, op.tag_base,
+                                 signature_of(op, static_cast<uint8_t>(chosen.id)), describe));
+  }
+  if (!moves_data(a)) return PLX_SUCCESS;
+  std::unique_ptr<unsigned char[]> scratch;
+  if (op.premul) PLX_CHECK(apply_premul(comm, op, &scratch));
+  return chosen.fn(*comm->transport, op.tag_base, a);
+}
+
+}  // namespace
+
+void run_task(plx_comm* comm, Task& task) {
+  clear_error();
+  plx_result_t result = PLX_SUCCESS;
+  if (task.body) {
+    result = task.body();
+  } else {
+    // Sends and receives are all posted first, so a group's ring exchange cannot deadlock.
+    auto requests = std::make_unique<Request[]>(task.p2p.size());
+    size_t posted = 0;
+    for (const P2POp& p : task.p2p) {
+      Request& req = requests[posted];
+      result = p.is_send ? comm->transport->post_send(p.peer, p.tag, p.buf, p.bytes, req)
+                         : comm->transport->post_recv(p.peer, p.tag, p.buf, p.bytes, req);
+      if (result != PLX_SUCCESS) break;
+      ++posted;
+    }
+    for (size_t i = 0; result == PLX_SUCCESS && i < task.collectives.size(); ++i) {
+      result = run_collective(comm, task.collectives[i]);
+    }
+    if (result == PLX_SUCCESS && posted > 0) {
+      std::vector<Request*> pointers;
+      for (size_t i = 0; i < posted; ++i) pointers.push_back(&requests[i]);
+      result = comm->transport->wait_all(pointers.data(), pointers.size());
+    }
+    if (result != PLX_SUCCESS && posted > 0) {
+      // The transport may still write into posted requests (see pipeline.h): leak them.
+      PLX_LSAN_IGNORE(requests.release());
+    }
+  }
+  std::string message = result == PLX_SUCCESS ? std::string() : std::string(last_error());
+  if (result != PLX_SUCCESS && message.empty()) {
+    message = fmt::format("rank {}: failed with {}", comm->rank, plx_get_error_string(result));
+  }
+  task.finish(result, std::move(message));
+}
+
+}  // namespace plexus::comm

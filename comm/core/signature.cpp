@@ -1,0 +1,70 @@
+// signature.cpp - see signature.h.
+#include "comm/core/signature.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "comm/algorithms/pipeline.h"
+#include "comm/core/error.h"
+#include "comm/transport/tag.h"
+
+namespace plexus::comm {
+namespace {
+
+// What one rank knows after some rounds: the smallest and largest signature seen, and whose.
+struct Extremes {
+  Signature min;
+  Signature max;
+  int32_t min_rank = 0;
+  int32_t max_rank = 0;
+};
+
+int compare(const Signature& a, const Signature& b) { return std::memcmp(&a, &b, sizeof(a)); }
+
+void combine(Extremes& mine, const Extremes& theirs) {
+  const int low = compare(theirs.min, mine.min);
+  if (low < 0 || (low == 0 && theirs.min_rank < mine.min_rank)) {
+    mine.min = theirs.min;
+    mine.min_rank = theirs.min_rank;
+  }
+  const int high = compare(theirs.max, mine.max);
+  if (high > 0 || (high == 0 && theirs.max_rank < mine.max_rank)) {
+    mine.max = theirs.max;
+    mine.max_rank = theirs.max_rank;
+  }
+}
+
+}  // namespace
+
+plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const Signature& mine,
+                                DescribeSignature describe) {
+  const int n = transport.size();
+  const int r = transport.rank();
+  Extremes state;
+  state.min = state.max = mine;
+  state.min_rank = state.max_rank = r;
+  uint64_t round = 0;
+  for (int distance = 1; distance < n; distance *= 2, ++round) {
+    Extremes outgoing = state;
+    Extremes incoming;
+    Pipeline pipe(transport, 1, 1, 0);
+    const uint64_t tag = tag_base | (kTagCoreIndexBase + round);
+    PLX_CHECK(pipe.post_recv((r - distance % n + n) % n, tag, &incoming, sizeof(incoming)));
+    PLX_CHECK(pipe.send((r + distance) % n, tag, &outgoing, sizeof(outgoing)));
+    PLX_CHECK(pipe.finish());
+    combine(state, incoming);
+  }
+  if (compare(state.min, state.max) == 0) return PLX_SUCCESS;
+  const Extremes& e = state;
+  const int first = e.min_rank < e.max_rank ? e.min_rank : e.max_rank;
+  const Signature& first_sig = e.min_rank < e.max_rank ? e.min : e.max;
+  const int second = e.min_rank < e.max_rank ? e.max_rank : e.min_rank;
+  const Signature& second_sig = e.min_rank < e.max_rank ? e.max : e.min;
+  return set_error(PLX_ERROR_MISMATCH,
+                   fmt::format("rank {}: mismatched collective calls: rank {} called {} but rank "
+                               "{} called {}",
+                               r, first, describe(first_sig), second, describe(second_sig)));
+}
+
+}  // namespace plexus::comm

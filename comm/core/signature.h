@@ -1,0 +1,43 @@
+// signature.h - catching ranks that call the same collective with different arguments.
+//
+// Before its data moves, every collective compares a 32-byte signature of its arguments (the
+// collective, datatype, op, root, count, the algorithm chosen, and the pre-multiply scalar)
+// across the ranks: a dissemination all-reduce of the smallest and the largest signature with
+// the ranks holding them (ceil(log2 n) rounds; after round j a rank has combined the values of
+// the 2^(j+1) ranks before it, so after the last every rank holds the global minimum and
+// maximum; min and max are idempotent, so the overlaps of a non-power-of-two n do no harm).
+// If min != max, every rank returns PLX_ERROR_MISMATCH with the same message naming both sides,
+// and no data message of the collective is sent, so the communicator stays usable.
+// Messages use the core's reserved tag indices kTagCoreIndexBase + round.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/transport/transport.h"
+
+namespace plexus::comm {
+
+struct Signature {
+  uint8_t collective = 0;
+  uint8_t datatype = 0;
+  uint8_t op = 0;
+  uint8_t algorithm = 0;  // index of the chosen algorithm within its collective
+  int32_t root = 0;
+  uint64_t count = 0;
+  uint64_t premul_scalar = 0;  // bits of the scalar, 0 when not a pre-multiplied sum
+  uint32_t flags = 0;          // bit 0: pre-multiplied sum
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(Signature) == 32, "the signature travels as 32 bytes");
+
+// Describes one side for the mismatch message, e.g. "allreduce(count 100, float32, sum, ring)".
+using DescribeSignature = std::string (*)(const Signature&);
+
+// Collective over the transport's ranks. PLX_ERROR_MISMATCH (message naming both ranks' calls)
+// or a transport error; PLX_SUCCESS when all signatures are equal.
+plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const Signature& mine,
+                                DescribeSignature describe);
+
+}  // namespace plexus::comm

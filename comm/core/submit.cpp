@@ -1,0 +1,112 @@
+// submit.cpp - see submit.h.
+#include "comm/core/submit.h"
+
+#include <utility>
+#include <vector>
+
+#include "comm/core/communicator.h"
+#include "comm/core/error.h"
+
+namespace plexus::comm {
+namespace {
+
+// Tells plx_comm_abort() a blocking call is using the communicator.
+class ActiveCall {
+ public:
+  explicit ActiveCall(plx_comm* comm) : comm_(comm) { comm_->active_calls.fetch_add(1); }
+  ~ActiveCall() { comm_->active_calls.fetch_sub(1); }
+  ActiveCall(const ActiveCall&) = delete;
+  ActiveCall& operator=(const ActiveCall&) = delete;
+
+ private:
+  plx_comm* comm_;
+};
+
+struct GroupState {
+  int depth = 0;
+  // One task per communicator, in the order the communicators were first used.
+  std::vector<std::pair<plx_comm*, std::shared_ptr<Task>>> tasks;
+};
+
+thread_local GroupState g_group;
+
+std::shared_ptr<Task> group_task(plx_comm* comm) {
+  for (auto& [c, task] : g_group.tasks) {
+    if (c == comm) return task;
+  }
+  g_group.tasks.emplace_back(comm, std::make_shared<Task>());
+  return g_group.tasks.back().second;
+}
+
+template <typename AddOp>
+plx_result_t submit(plx_comm* comm, plx_request_t* request, AddOp&& add) {
+  if (g_group.depth > 0) {
+    std::shared_ptr<Task> task = group_task(comm);
+    add(*task);
+    if (request) *request = new plx_request{std::move(task)};
+    return PLX_SUCCESS;
+  }
+  auto task = std::make_shared<Task>();
+  add(*task);
+  if (request) {
+    comm->executor->submit(task);
+    *request = new plx_request{std::move(task)};
+    return PLX_SUCCESS;
+  }
+  ActiveCall active(comm);
+  return comm->executor->run_now(task);
+}
+
+}  // namespace
+
+plx_result_t submit_collective(plx_comm* comm, const CollectiveOp& op, plx_request_t* request) {
+  return submit(comm, request, [&](Task& task) { task.collectives.push_back(op); });
+}
+
+plx_result_t submit_p2p(plx_comm* comm, const P2POp& op, plx_request_t* request) {
+  return submit(comm, request, [&](Task& task) { task.p2p.push_back(op); });
+}
+
+plx_result_t submit_body(plx_comm* comm, std::function<plx_result_t()> body) {
+  auto task = std::make_shared<Task>();
+  task->body = std::move(body);
+  ActiveCall active(comm);
+  return comm->executor->run_now(task);
+}
+
+bool in_group() { return g_group.depth > 0; }
+
+bool in_open_group(const Task& task) {
+  for (const auto& entry : g_group.tasks) {
+    if (entry.second.get() == &task) return true;
+  }
+  return false;
+}
+
+void group_start() { ++g_group.depth; }
+
+plx_result_t group_end() {
+  if (g_group.depth == 0) {
+    return set_error(PLX_ERROR_INVALID_USAGE, "no plx_group_start() is open on this thread");
+  }
+  if (--g_group.depth > 0) return PLX_SUCCESS;
+  auto tasks = std::move(g_group.tasks);
+  g_group.tasks.clear();
+  // Every communicator's task goes to its progress thread first, then all are awaited: a group
+  // spanning communicators must not run them one after the other (their peers may order them
+  // differently).
+  for (auto& [comm, task] : tasks) comm->executor->submit(task);
+  plx_result_t first = PLX_SUCCESS;
+  std::string message;
+  for (auto& [comm, task] : tasks) {
+    const plx_result_t result = task->wait();
+    if (result != PLX_SUCCESS && first == PLX_SUCCESS) {
+      first = result;
+      message = last_error();
+    }
+  }
+  if (first != PLX_SUCCESS) return set_error(first, message);
+  return PLX_SUCCESS;
+}
+
+}  // namespace plexus::comm

@@ -1,0 +1,33 @@
+// submit.h - how a C ABI call becomes work for its communicator's executor.
+//
+// Outside a group: a blocking call runs its task now (on this thread when the communicator is
+// idle) and returns its result; a non-blocking call queues it for the progress thread and hands
+// back a request. Inside a group (plx_group_start): the operation joins the group's task for
+// that communicator, and plx_group_end runs every communicator's task concurrently.
+#pragma once
+
+#include <memory>
+
+#include "comm/core/task.h"
+#include "plexus/plexus.h"
+
+// What a plx_request_t points to.
+struct plx_request {
+  std::shared_ptr<plexus::comm::Task> task;
+};
+
+namespace plexus::comm {
+
+// `request` NULL: blocking. The op's tag base must already be set.
+plx_result_t submit_collective(plx_comm* comm, const CollectiveOp& op, plx_request_t* request);
+plx_result_t submit_p2p(plx_comm* comm, const P2POp& op, plx_request_t* request);
+// A custom step (comm split), always blocking and never inside a group.
+plx_result_t submit_body(plx_comm* comm, std::function<plx_result_t()> body);
+
+// Group state of the calling thread.
+bool in_group();
+bool in_open_group(const Task& task);  // queued in this thread's open group, not yet run
+void group_start();
+plx_result_t group_end();  // PLX_ERROR_INVALID_USAGE without a start
+
+}  // namespace plexus::comm

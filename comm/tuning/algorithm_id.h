@@ -1,0 +1,87 @@
+// algorithm_id.h - one identifier per collective algorithm, and the table naming them.
+//
+// The names are the ones PLEXUS_ALGO and plx_comm_set_algorithm accept ("allreduce:ring"). The
+// table lists each collective's algorithms together, in the order the cost model reports them
+// and breaks ties (comm/tuning/cost_model.h). The functions behind the ids are mapped elsewhere
+// (the communicator's dispatch), so this file links no algorithm.
+//
+//   collective       algorithms
+//   allreduce        ring, rabenseifner, recursive_doubling, double_binary_tree
+//   reduce           binomial, ring
+//   broadcast        binomial, chain, scatter_allgather
+//   reduce_scatter   ring, recursive_halving
+//   allgather        ring, bruck
+//   alltoall         pairwise, bruck
+//   alltoallv        pairwise
+//   gather           linear, binomial
+//   scatter          linear, binomial
+//   barrier          dissemination
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "comm/algorithms/algorithms.h"
+
+namespace plexus::comm {
+
+enum class AlgorithmId {
+  AllreduceRing,
+  AllreduceRabenseifner,
+  AllreduceRecursiveDoubling,
+  AllreduceDoubleBinaryTree,
+  ReduceBinomial,
+  ReduceRing,
+  BroadcastBinomial,
+  BroadcastChain,
+  BroadcastScatterAllgather,
+  ReduceScatterRing,
+  ReduceScatterRecursiveHalving,
+  AllgatherRing,
+  AllgatherBruck,
+  AlltoallPairwise,
+  AlltoallBruck,
+  AlltoallvPairwise,
+  GatherLinear,
+  GatherBinomial,
+  ScatterLinear,
+  ScatterBinomial,
+  BarrierDissemination,
+  kCount
+};
+
+constexpr size_t kAlgorithmCount = static_cast<size_t>(AlgorithmId::kCount);
+constexpr size_t kCollectiveCount = static_cast<size_t>(Collective::kCount);
+
+struct AlgorithmInfo {
+  AlgorithmId id;
+  Collective collective;
+  std::string_view name;  // as in PLEXUS_ALGO, e.g. "recursive_doubling"
+};
+
+// Every algorithm, in AlgorithmId order (grouped by collective).
+std::span<const AlgorithmInfo> algorithm_table();
+
+// The algorithms of one collective, in table order (never empty for a valid collective).
+std::span<const AlgorithmInfo> algorithms_of(Collective collective);
+
+// The entry of `id` (id must be below kCount).
+const AlgorithmInfo& algorithm_info(AlgorithmId id);
+std::string_view algorithm_name(AlgorithmId id);
+Collective algorithm_collective(AlgorithmId id);
+
+// "allreduce", "reduce_scatter", ...; "?" for an out-of-range value.
+std::string_view collective_name(Collective collective);
+
+// Lookup by name (exact, lower case); nullopt when unknown.
+std::optional<Collective> find_collective(std::string_view name);
+std::optional<AlgorithmId> find_algorithm(Collective collective, std::string_view name);
+
+// "allreduce, reduce, ..., barrier" and "ring, rabenseifner, ...": the valid names, for messages.
+std::string collective_names();
+std::string algorithm_names(Collective collective);
+
+}  // namespace plexus::comm

@@ -1,0 +1,323 @@
+// cost_cache.cpp - PLEXUS_COST_MODEL, the JSON cache file, and load_or_measure's protocol.
+#include "comm/tuning/cost_cache.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/core/config.h"
+#include "comm/core/error.h"
+#include "comm/core/log.h"
+#include "comm/tuning/measure.h"
+
+namespace plexus::comm {
+namespace {
+
+constexpr std::string_view kFormat = "plexus-cost-model";
+constexpr size_t kMaxNamePart = 100;
+// load_or_measure's decision message, right after measure_cost_params's indices.
+constexpr uint64_t kDecisionIndex = kMeasureTagIndices;
+static_assert(kDecisionIndex < kCostTagIndices, "the decision fits the cost model's indices");
+
+std::string_view trim(std::string_view text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::string sanitize(std::string_view text) {
+  std::string out(text.substr(0, kMaxNamePart));
+  for (char& c : out) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                      c == '-';
+    if (!keep) c = '_';
+  }
+  return out.empty() ? std::string("_") : out;
+}
+
+bool positive_finite(double value) { return std::isfinite(value) && value > 0; }
+
+// The number under `key` of a JSON object, or nullopt.
+std::optional<double> number(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::optional<std::string> text_field(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+// What rank 0 tells everyone: where the parameters come from, and the parameters when known.
+enum class Decision { Use = 1, Measure = 2, Failed = 3 };
+
+plx_result_t broadcast_decision(Transport& transport, uint64_t tag_base, double record[4]) {
+  CollArgs args;
+  args.collective = Collective::Broadcast;
+  args.sendbuf = record;
+  args.recvbuf = record;
+  args.count = 4;
+  args.datatype = PLX_FLOAT64;
+  args.root = 0;
+  return binomial_broadcast(transport, tag_base | kDecisionIndex, args);
+}
+
+// Rank 0's choice of source. *path is the cache file ("" without a cache folder).
+Decision decide(const std::string& host_id, const std::string& provider, int rank, int nranks,
+                CostParams* params, std::string* path, plx_result_t* error) {
+  const char* next = nranks > 1 ? "measuring" : "one rank, nothing to measure";
+  if (const auto text = config_string("PLEXUS_COST_MODEL")) {
+    *error = parse_cost_model(*text, rank, params);
+    if (*error != PLX_SUCCESS) return Decision::Failed;
+    log_message(LogLevel::Info, "cost model from PLEXUS_COST_MODEL: {}",
+                format_cost_params(*params));
+    return Decision::Use;
+  }
+  const std::string dir = cost_cache_dir();
+  if (dir.empty()) {
+    log_message(LogLevel::Info, "cost model: no cache folder (set PLEXUS_CACHE_DIR or HOME); {}",
+                next);
+    return Decision::Measure;
+  }
+  *path = (std::filesystem::path(dir) / cost_cache_file_name(host_id, provider)).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(*path, ec)) {
+    log_message(LogLevel::Info, "cost model: no cache file {}; {}", *path, next);
+    return Decision::Measure;
+  }
+  std::string why;
+  if (!read_cost_cache(*path, host_id, provider, params, &why)) {
+    log_message(LogLevel::Warn, "cost model: ignoring cache file {}: {}; {}", *path, why,
+                nranks > 1 ? "measuring again" : "one rank, nothing to measure");
+    return Decision::Measure;
+  }
+  log_message(LogLevel::Info, "cost model loaded from {}: {}", *path,
+              format_cost_params(*params));
+  return Decision::Use;
+}
+
+}  // namespace
+
+plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out) {
+  const auto fail = [&](const std::string& why) {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("PLEXUS_COST_MODEL=\"{}\": rank {}: {}; expected "
+                                 "alpha_us,beta_ns_per_byte,gamma_ns_per_byte, three "
+                                 "non-negative numbers, e.g. 2.5,0.1,0.05",
+                                 text, rank, why));
+  };
+  static constexpr const char* kNames[] = {"alpha_us", "beta_ns_per_byte", "gamma_ns_per_byte"};
+  const size_t given = static_cast<size_t>(std::count(text.begin(), text.end(), ',')) + 1;
+  if (given != 3) return fail(fmt::format("{} value{} given", given, given == 1 ? "" : "s"));
+  double values[3] = {0, 0, 0};
+  size_t begin = 0;
+  for (int i = 0; i < 3; ++i) {
+    const size_t end = i < 2 ? text.find(',', begin) : text.size();
+    const std::string_view item = trim(text.substr(begin, end - begin));
+    begin = end + 1;
+    const char* last = item.data() + item.size();
+    auto [ptr, ec] = std::from_chars(item.data(), last, values[i]);
+    if (item.empty() || ec != std::errc() || ptr != last || !std::isfinite(values[i]) ||
+        values[i] < 0) {
+      return fail(fmt::format("{} '{}' is not a non-negative number", kNames[i], item));
+    }
+  }
+  *out = CostParams{values[0] * 1e-6, values[1] * 1e-9, values[2] * 1e-9};
+  return PLX_SUCCESS;
+}
+
+std::string cost_cache_dir() {
+  if (auto dir = config_string("PLEXUS_CACHE_DIR")) return *dir;
+  if (auto xdg = env_value("XDG_CACHE_HOME")) return *xdg + "/plexus";
+  if (auto home = env_value("HOME")) return *home + "/.cache/plexus";
+  return "";
+}
+
+std::string cost_cache_file_name(std::string_view host_id, std::string_view provider) {
+  return fmt::format("cost-{}-{}.json", sanitize(host_id), sanitize(provider));
+}
+
+bool read_cost_cache(const std::string& path, std::string_view host_id, std::string_view provider,
+                     CostParams* out, std::string* why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *why = "cannot be opened";
+    return false;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    *why = "not a JSON object";
+    return false;
+  }
+  if (text_field(doc, "format") != kFormat) {
+    *why = fmt::format("format is not \"{}\"", kFormat);
+    return false;
+  }
+  const auto version = number(doc, "version");
+  if (!version || *version != kCostCacheVersion) {
+    *why = fmt::format("version {}, expected {}",
+                       version ? fmt::format("{}", *version) : std::string("missing"),
+                       kCostCacheVersion);
+    return false;
+  }
+  const auto file_host = text_field(doc, "host_id");
+  const auto file_provider = text_field(doc, "provider");
+  if (file_host != host_id || file_provider != provider) {
+    *why = fmt::format("made for host \"{}\" provider \"{}\", not \"{}\" \"{}\"",
+                       file_host.value_or("?"), file_provider.value_or("?"), host_id, provider);
+    return false;
+  }
+  const auto alpha = number(doc, "alpha_s");
+  const auto beta = number(doc, "beta_s_per_byte");
+  const auto gamma = number(doc, "gamma_s_per_byte");
+  if (!alpha || !beta || !gamma || !positive_finite(*alpha) || !positive_finite(*beta) ||
+      !positive_finite(*gamma)) {
+    *why = "alpha_s, beta_s_per_byte and gamma_s_per_byte must be positive numbers";
+    return false;
+  }
+  *out = CostParams{*alpha, *beta, *gamma};
+  return true;
+}
+
+bool write_cost_cache(const std::string& path, std::string_view host_id,
+                      std::string_view provider, const CostParams& params, std::string* why) {
+  static std::atomic<unsigned> counter{0};
+  const std::filesystem::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) {
+    std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec) {
+      *why = fmt::format("cannot create {}: {}", target.parent_path().string(), ec.message());
+      return false;
+    }
+  }
+  nlohmann::json doc = {
+      {"format", std::string(kFormat)},
+      {"version", kCostCacheVersion},
+      {"host_id", std::string(host_id)},
+      {"provider", std::string(provider)},
+      {"alpha_s", params.alpha_s},
+      {"beta_s_per_byte", params.beta_s_per_byte},
+      {"gamma_s_per_byte", params.gamma_s_per_byte},
+      {"measured_unix_s", static_cast<int64_t>(std::time(nullptr))},
+  };
+  const std::string text =
+      doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string temp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  if (!file) {
+    *why = fmt::format("cannot create {}: {}", temp, std::strerror(errno));
+    return false;
+  }
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size() &&
+                       std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
+  const int write_errno = errno;
+  if (std::fclose(file) != 0 || !written) {
+    *why = fmt::format("cannot write {}: {}", temp, std::strerror(written ? errno : write_errno));
+    std::remove(temp.c_str());
+    return false;
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    *why = fmt::format("cannot rename {} to {}: {}", temp, path, std::strerror(errno));
+    std::remove(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std::string& host_id,
+                             CostParams* out) {
+  const int rank = transport.rank();
+  if (!out) {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("load_or_measure: rank {}: out is NULL", rank));
+  }
+  const std::string host = host_id.empty() ? std::string("unknown-host") : host_id;
+  const std::string provider = transport.name();
+
+  CostParams params;
+  std::string path;
+  plx_result_t error = PLX_SUCCESS;
+  double record[4] = {0, 0, 0, 0};  // decision, alpha, beta, gamma
+  if (rank == 0) {
+    const Decision decision =
+        decide(host, provider, rank, transport.size(), &params, &path, &error);
+    if (decision == Decision::Failed) {
+      // Keep rank 0's message; the broadcast below must not replace it.
+      const std::string message = last_error();
+      record[0] = static_cast<double>(Decision::Failed);
+      if (transport.size() > 1) PLX_CHECK(broadcast_decision(transport, tag_base, record));
+      return set_error(error, message);
+    }
+    if (transport.size() == 1 && decision == Decision::Measure) {
+      *out = kDefaultCostParams;
+      log_message(LogLevel::Info, "cost model: using the defaults, {}", format_cost_params(*out));
+      return PLX_SUCCESS;
+    }
+    record[0] = static_cast<double>(decision);
+    record[1] = params.alpha_s;
+    record[2] = params.beta_s_per_byte;
+    record[3] = params.gamma_s_per_byte;
+  }
+  if (transport.size() > 1) PLX_CHECK(broadcast_decision(transport, tag_base, record));
+
+  const auto decision = static_cast<Decision>(static_cast<int>(record[0]));
+  if (decision == Decision::Failed) {
+    // Report this rank's own PLEXUS_COST_MODEL error when it has one (usually the same value).
+    CostParams mine;
+    if (const auto text = config_string("PLEXUS_COST_MODEL")) {
+      PLX_CHECK(parse_cost_model(*text, rank, &mine));
+    }
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("load_or_measure: rank {}: rank 0 rejected its "
+                                 "PLEXUS_COST_MODEL (see rank 0's error)",
+                                 rank));
+  }
+  if (decision == Decision::Use) {
+    *out = CostParams{record[1], record[2], record[3]};
+    return PLX_SUCCESS;
+  }
+  if (decision != Decision::Measure) {
+    return set_error(PLX_ERROR_INTERNAL,
+                     fmt::format("load_or_measure: rank {}: decision {} from rank 0 is not 1..3",
+                                 rank, record[0]));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  PLX_CHECK(measure_cost_params(transport, tag_base, &params));
+  if (rank == 0) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::string why;
+    if (path.empty()) {
+      log_message(LogLevel::Info, "cost model measured over {} in {:.1f} ms: {} (not cached)",
+                  provider, ms, format_cost_params(params));
+    } else if (write_cost_cache(path, host, provider, params, &why)) {
+      log_message(LogLevel::Info, "cost model measured over {} in {:.1f} ms: {}; cached in {}",
+                  provider, ms, format_cost_params(params), path);
+    } else {
+      log_message(LogLevel::Warn, "cost model: could not cache the measurement: {}", why);
+    }
+  }
+  *out = params;
+  return PLX_SUCCESS;
+}
+
+}  // namespace plexus::comm

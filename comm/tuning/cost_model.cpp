@@ -1,0 +1,286 @@
+// cost_model.cpp - the alpha-beta-gamma formulas of every algorithm, and choose().
+//
+// Notation: p ranks, alpha a, beta b, gamma g; m the whole vector, blk one rank's block;
+// L = ceil(log2 p); p2 = the largest power of two <= p and r = p - p2 the extra ranks;
+// c = chunk_bytes; slices(x) = ceil(x / c), at least 1.
+//
+// Sources:
+//   [TRG]  R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective communication
+//          operations in MPICH", IJHPCA 19(1), 2005 (section numbers below are theirs).
+//   [CHPV] E. Chan, M. Heimlich, A. Purkayastha and R. van de Geijn, "Collective communication:
+//          theory, practice, and experience", CCPE 19(13), 2007 (pipelining, MST trees).
+//   [PY]   P. Patarasuk and X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+//          workstations", JPDC 69(2), 2009 (the pipelined ring).
+//   [SST]  P. Sanders, J. Speck and J. L. Traeff, "Two-tree algorithms for full bandwidth
+//          broadcast, reduction and scan", Parallel Computing 35(12), 2009 (double binary tree).
+//   [BHKUW] J. Bruck, C.-T. Ho, S. Kipnis, E. Upfal and D. Weathersby, "Efficient algorithms for
+//          all-to-all communications in multiport message-passing systems", IEEE TPDS 8(11), 1997.
+//   [HFM]  D. Hensgen, R. Finkel and U. Manber, "Two algorithms for barrier synchronization",
+//          IJPP 17(1), 1988 (dissemination).
+#include "comm/tuning/cost_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace plexus::comm {
+namespace {
+
+int ceil_log2(int p) {
+  int steps = 0;
+  while ((1LL << steps) < p) ++steps;
+  return steps;
+}
+
+int floor_pow2(int p) {
+  int pow2 = 1;
+  while (pow2 * 2 <= p) pow2 *= 2;
+  return pow2;
+}
+
+// Messages a pipelined algorithm cuts `bytes` into: ceil(bytes / chunk_bytes), at least 1.
+double slices(double bytes, size_t chunk_bytes) {
+  if (chunk_bytes == 0 || bytes <= 0) return 1;
+  return std::max(1.0, std::ceil(bytes / static_cast<double>(chunk_bytes)));
+}
+
+struct Model {
+  double p;       // ranks
+  int n;          // ranks, as an int
+  double a, b, g; // alpha, beta, gamma
+  size_t c;       // chunk_bytes
+
+  // Folding for non-powers of two ([TRG] 4.4, 4.5): the r extra ranks first send their whole
+  // vector to a partner, which reduces it (a + m b + m g), and get their result back at the end
+  // (a + back b); the main phase then runs on p2 ranks.
+  double fold(double m, double back) const {
+    const int r = n - floor_pow2(n);
+    return r > 0 ? 2 * a + m * b + m * g + back * b : 0;
+  }
+
+  // ---- allreduce (m = the vector) ----
+  // [PY], [TRG] 4.4: ring reduce-scatter then ring allgather, 2(p-1) steps of one segment m/p,
+  // each segment cut into slices(m/p) messages:
+  //   2(p-1) slices(m/p) a + 2(p-1)/p m b + (p-1)/p m g.
+  double ring_allreduce(double m) const {
+    const double s = slices(std::ceil(m / p), c);
+    return 2 * (p - 1) * s * a + 2 * (p - 1) / p * m * b + (p - 1) / p * m * g;
+  }
+  // [TRG] 4.4 (Rabenseifner): recursive-halving reduce-scatter and recursive-doubling allgather
+  // on p2 ranks, plus the fold:
+  //   2 log2(p2) a + 2(p2-1)/p2 m b + (p2-1)/p2 m g + [r > 0](2a + 2m b + m g).
+  double rabenseifner_allreduce(double m) const {
+    const double p2 = floor_pow2(n);
+    return 2 * std::log2(p2) * a + 2 * (p2 - 1) / p2 * m * b + (p2 - 1) / p2 * m * g +
+           fold(m, m);
+  }
+  // [TRG] 4.4: log2(p2) exchanges of the whole vector, plus the fold:
+  //   log2(p2)(a + m b + m g) + [r > 0](2a + 2m b + m g).
+  double recursive_doubling_allreduce(double m) const {
+    return std::log2(floor_pow2(n)) * (a + m * b + m * g) + fold(m, m);
+  }
+  // [SST], pipelined as in [CHPV]: two binary trees of depth d = floor(log2 p), each reducing
+  // then broadcasting half the vector in k = slices(m/2) chunks of size x = m/(2k). Each rank is
+  // inner in one tree and a leaf in the other, so per pipeline stage it sends and receives two
+  // chunks (2a + 2x b) and, in the reduction, reduces two (2x g). Each phase takes d + k - 1
+  // stages:
+  //   (d + k - 1)(4a + 4x b + 2x g).
+  double double_binary_tree_allreduce(double m) const {
+    const double d = std::floor(std::log2(p));
+    const double k = slices(m / 2, c);
+    const double x = m / (2 * k);
+    return (d + k - 1) * (4 * a + 4 * x * b + 2 * x * g);
+  }
+
+  // ---- reduce (m = the vector) ----
+  // [TRG] 4.3 (short messages): binomial tree, L rounds of the whole vector; slicing it into
+  // slices(m) messages pipelines the subtrees, but the root still receives and reduces L
+  // vectors, one slice message at a time:
+  //   L (slices(m) a + m b + m g).
+  double binomial_reduce(double m) const {
+    return ceil_log2(n) * (slices(m, c) * a + m * b + m * g);
+  }
+  // [TRG] 4.3 (long messages, Rabenseifner's reduce = reduce-scatter + gather), with the ring
+  // reduce-scatter of [PY] and the root receiving the p-1 other segments directly:
+  //   2(p-1) slices(m/p) a + 2(p-1)/p m b + (p-1)/p m g.
+  double ring_reduce(double m) const {
+    const double s = slices(std::ceil(m / p), c);
+    return 2 * (p - 1) * s * a + 2 * (p - 1) / p * m * b + (p - 1) / p * m * g;
+  }
+
+  // ---- broadcast (m = the vector) ----
+  // [TRG] 4.1 (short messages): binomial tree, L rounds of the whole vector:
+  //   L (a + m b).
+  double binomial_broadcast(double m) const { return ceil_log2(n) * (a + m * b); }
+  // [CHPV] pipelined chain: k = slices(m) slices of m/k hop down p-1 links, the last arrives
+  // after p-1 + k-1 slice times:
+  //   (p - 2 + k)(a + m/k b).
+  double chain_broadcast(double m) const {
+    const double k = slices(m, c);
+    return (p - 2 + k) * (a + m / k * b);
+  }
+  // [TRG] 4.1 (long messages, van de Geijn): binomial scatter (L a + (p-1)/p m b), then ring
+  // allgather of the m/p blocks, each sliced (p-1 steps of slices(m/p) messages):
+  //   L a + (p-1) slices(m/p) a + 2(p-1)/p m b.
+  double scatter_allgather_broadcast(double m) const {
+    const double s = slices(std::ceil(m / p), c);
+    return ceil_log2(n) * a + (p - 1) * s * a + 2 * (p - 1) / p * m * b;
+  }
+
+  // ---- reduce_scatter (blk = one rank's block, m = p blk) ----
+  // [TRG] 4.5 / [PY]: p-1 ring steps of one sliced block:
+  //   (p-1) slices(blk) a + (p-1) blk (b + g).
+  double ring_reduce_scatter(double blk) const {
+    return (p - 1) * slices(blk, c) * a + (p - 1) * blk * (b + g);
+  }
+  // [TRG] 4.5 (recursive halving, for commutative ops) on p2 ranks, plus the fold (the extra
+  // rank gets only its block back):
+  //   log2(p2) a + (p2-1)/p2 m (b + g) + [r > 0](2a + m b + m g + blk b).
+  double recursive_halving_reduce_scatter(double blk) const {
+    const double p2 = floor_pow2(n);
+    const double m = p * blk;
+    return std::log2(p2) * a + (p2 - 1) / p2 * m * (b + g) + fold(m, blk);
+  }
+
+  // ---- allgather (blk = one rank's block) ----
+  // [TRG] 4.2 (ring): p-1 steps of one sliced block:
+  //   (p-1) slices(blk) a + (p-1) blk b.
+  double ring_allgather(double blk) const {
+    return (p - 1) * slices(blk, c) * a + (p - 1) * blk * b;
+  }
+  // [BHKUW], [TRG] 4.2 (dissemination / Bruck, any p): L steps, p-1 blocks received in all:
+  //   L a + (p-1) blk b.
+  double bruck_allgather(double blk) const { return ceil_log2(n) * a + (p - 1) * blk * b; }
+
+  // ---- alltoall (blk = one block per destination) ----
+  // [TRG] 4.6 (long messages, pairwise exchange): p-1 steps of one block:
+  //   (p-1)(a + blk b).
+  double pairwise_alltoall(double blk) const { return (p - 1) * (a + blk * b); }
+  // [BHKUW], [TRG] 4.6 (short messages): step k sends the blocks whose index i < p has bit k
+  // set, packed in one message; for a power of two that is p/2 blocks per step, (m/2) L b in all:
+  //   sum over k < L of (a + |{i < p : i & 2^k}| blk b).
+  double bruck_alltoall(double blk) const {
+    double t = 0;
+    for (int k = 0; k < ceil_log2(n); ++k) {
+      const long long period = 2LL << k, half = 1LL << k;
+      const long long blocks = n / period * half + std::max(0LL, n % period - half);
+      t += a + static_cast<double>(blocks) * blk * b;
+    }
+    return t;
+  }
+
+  // ---- gather / scatter (blk = one rank's block) ----
+  // The flat tree: the root exchanges with the p-1 others one after another:
+  //   (p-1)(a + blk b).
+  double linear(double blk) const { return (p - 1) * (a + blk * b); }
+  // [CHPV] (minimum spanning tree), [TRG]: L rounds, round j moving 2^j blocks through the root:
+  //   L a + (p-1) blk b.
+  double binomial_tree(double blk) const { return ceil_log2(n) * a + (p - 1) * blk * b; }
+
+  // ---- barrier ----
+  // [HFM], [TRG] 4.8: L rounds of zero-byte messages:
+  //   L a.
+  double dissemination_barrier() const { return ceil_log2(n) * a; }
+};
+
+}  // namespace
+
+double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
+                       size_t chunk_bytes) {
+  if (nranks <= 1) return 0;
+  const Model model{static_cast<double>(nranks), nranks,       params.alpha_s,
+                    params.beta_s_per_byte,      params.gamma_s_per_byte, chunk_bytes};
+  const double x = static_cast<double>(bytes);
+  switch (algorithm) {
+    case AlgorithmId::AllreduceRing: return model.ring_allreduce(x);
+    case AlgorithmId::AllreduceRabenseifner: return model.rabenseifner_allreduce(x);
+    case AlgorithmId::AllreduceRecursiveDoubling: return model.recursive_doubling_allreduce(x);
+    case AlgorithmId::AllreduceDoubleBinaryTree: return model.double_binary_tree_allreduce(x);
+    case AlgorithmId::ReduceBinomial: return model.binomial_reduce(x);
+    case AlgorithmId::ReduceRing: return model.ring_reduce(x);
+    case AlgorithmId::BroadcastBinomial: return model.binomial_broadcast(x);
+    case AlgorithmId::BroadcastChain: return model.chain_broadcast(x);
+    case AlgorithmId::BroadcastScatterAllgather: return model.scatter_allgather_broadcast(x);
+    case AlgorithmId::ReduceScatterRing: return model.ring_reduce_scatter(x);
+    case AlgorithmId::ReduceScatterRecursiveHalving:
+      return model.recursive_halving_reduce_scatter(x);
+    case AlgorithmId::AllgatherRing: return model.ring_allgather(x);
+    case AlgorithmId::AllgatherBruck: return model.bruck_allgather(x);
+    case AlgorithmId::AlltoallPairwise:
+    case AlgorithmId::AlltoallvPairwise: return model.pairwise_alltoall(x);
+    case AlgorithmId::AlltoallBruck: return model.bruck_alltoall(x);
+    case AlgorithmId::GatherLinear:
+    case AlgorithmId::ScatterLinear: return model.linear(x);
+    case AlgorithmId::GatherBinomial:
+    case AlgorithmId::ScatterBinomial: return model.binomial_tree(x);
+    case AlgorithmId::BarrierDissemination: return model.dissemination_barrier();
+    case AlgorithmId::kCount: break;
+  }
+  return 0;
+}
+
+std::string format_seconds(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:.1f} us", seconds * 1e6);
+  if (seconds < 1) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.2f} s", seconds);
+}
+
+std::string format_cost_params(const CostParams& params) {
+  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B, gamma {:.3g} ns/B", params.alpha_s * 1e6,
+                     params.beta_s_per_byte * 1e9, params.gamma_s_per_byte * 1e9);
+}
+
+AlgorithmChoice choose(Collective collective, size_t bytes, int nranks, const CostParams& params,
+                       size_t chunk_bytes, const AlgoOverrides& overrides) {
+  AlgorithmChoice choice;
+  const auto candidates = algorithms_of(collective);
+  const std::string head = fmt::format("{} {} B x {} ranks", collective_name(collective), bytes,
+                                       nranks);
+  if (candidates.empty()) {
+    choice.reason = head + ": unknown collective";
+    return choice;
+  }
+  if (const auto forced = overrides.get(collective)) {
+    choice.algorithm = *forced;
+    choice.predicted_s = predict_seconds(*forced, bytes, nranks, params, chunk_bytes);
+    choice.reason = fmt::format("{}: {} ({}): forced by {}", head, algorithm_name(*forced),
+                                format_seconds(choice.predicted_s), overrides.source);
+    return choice;
+  }
+  // Predictions in table order; the first strictly faster (beyond 1e-9 relative) one wins.
+  struct Prediction {
+    AlgorithmId id;
+    double seconds;
+  };
+  std::vector<Prediction> predictions;
+  for (const AlgorithmInfo& info : candidates) {
+    predictions.push_back({info.id, predict_seconds(info.id, bytes, nranks, params, chunk_bytes)});
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < predictions.size(); ++i) {
+    if (predictions[i].seconds < predictions[best].seconds * (1 - 1e-9)) best = i;
+  }
+  choice.algorithm = predictions[best].id;
+  choice.predicted_s = predictions[best].seconds;
+
+  std::string others;
+  std::vector<Prediction> rest;
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    if (i != best) rest.push_back(predictions[i]);
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const Prediction& x, const Prediction& y) { return x.seconds < y.seconds; });
+  for (const Prediction& other : rest) {
+    others += fmt::format("{}{} ({})", others.empty() ? " over " : ", ",
+                          algorithm_name(other.id), format_seconds(other.seconds));
+  }
+  if (rest.empty()) others = ", the only algorithm";
+  choice.reason = fmt::format("{}: {} ({}){}; {}", head, algorithm_name(choice.algorithm),
+                              format_seconds(choice.predicted_s), others,
+                              format_cost_params(params));
+  return choice;
+}
+
+}  // namespace plexus::comm

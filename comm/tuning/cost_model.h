@@ -1,0 +1,66 @@
+// cost_model.h - predicted time of every collective algorithm under the alpha-beta-gamma model,
+// and the one place that chooses an algorithm for a call.
+//
+// The model (Hockney; R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective
+// communication operations in MPICH", IJHPCA 19(1), 2005, section 3): sending a message of m bytes
+// between two ranks costs alpha + m * beta, and reducing m bytes locally costs m * gamma. A rank
+// sends and receives at once (full duplex) but sends its own messages one after another. The
+// pipelined algorithms cut their messages into slices of at most chunk_bytes, and every slice is a
+// message that pays alpha (E. Chan, M. Heimlich, A. Purkayastha and R. van de Geijn, "Collective
+// communication: theory, practice, and experience", CCPE 19(13), 2007, for pipelining).
+// Each formula, with its source and its extra steps for ranks that are not a power of two, is in
+// cost_model.cpp. Local copies (Bruck's rotations, staging) are not modelled.
+//
+// `bytes` is the size the collective's count defines, count * element bytes (algorithms.h):
+//   allreduce, reduce, broadcast   the whole vector, m
+//   reduce_scatter, allgather      one rank's block b (the vector is n * b)
+//   alltoall                       one block b, sent to each rank (a rank sends n * b in all)
+//   alltoallv                      the mean block, total bytes a rank sends / n
+//   gather, scatter                one rank's block b
+//   barrier                        ignored
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/tuning/algo_override.h"
+#include "comm/tuning/algorithm_id.h"
+
+namespace plexus::comm {
+
+struct CostParams {
+  double alpha_s = 0;           // latency of one message, seconds
+  double beta_s_per_byte = 0;   // inverse bandwidth, seconds per byte
+  double gamma_s_per_byte = 0;  // local reduction, seconds per byte reduced
+};
+
+// Predicted seconds of `algorithm` for `bytes` (as above) on `nranks` ranks with slices of at
+// most `chunk_bytes` (0: no slicing). 0 when nranks <= 1 (nothing moves).
+double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
+                       size_t chunk_bytes);
+
+struct AlgorithmChoice {
+  AlgorithmId algorithm = AlgorithmId::kCount;
+  double predicted_s = 0;
+  // One line for the INFO log, e.g. "allreduce 4096 B x 4 ranks: recursive_doubling (12.1 us)
+  // over rabenseifner (19.0 us), ring (30.2 us); alpha 2.9 us, beta 0.21 ns/B" (the others from
+  // fastest to slowest), or "allreduce 4096 B x 4 ranks: ring (30.2 us): forced by PLEXUS_ALGO".
+  std::string reason;
+};
+
+// The algorithm of `collective` for this call: the one `overrides` forces, else the fastest
+// prediction. Ties (within a relative 1e-9) go to the algorithm listed first in
+// comm/tuning/algorithm_id.h, so every rank given the same arguments picks the same algorithm.
+// `collective` must be a valid Collective (not kCount); nranks <= 1 predicts 0 for every
+// algorithm (the first is chosen). Pure function: thread safe, no allocation beyond the reason.
+AlgorithmChoice choose(Collective collective, size_t bytes, int nranks, const CostParams& params,
+                       size_t chunk_bytes, const AlgoOverrides& overrides = AlgoOverrides{});
+
+// "12.1 us", "3.52 ms", "1.20 s": a duration for messages.
+std::string format_seconds(double seconds);
+
+// "alpha 2.9 us, beta 0.21 ns/B, gamma 0.05 ns/B": the parameters for messages.
+std::string format_cost_params(const CostParams& params);
+
+}  // namespace plexus::comm
