@@ -6,14 +6,24 @@
 // compiler emits a runtime overlap check and takes the vector loop when buffers are distinct or
 // identical. Integer division (PLX_AVG on ints) has no SIMD instruction and stays scalar.
 //
+// Alignment: malloc'ed buffers of 128 KiB and more (mmap'ed) start 16 bytes past a page, so a
+// 64-byte vector loop on them splits every load and store across two cache lines. combine and
+// scale therefore run the first few elements alone until dst is 64-byte aligned (buffers from
+// one allocator then usually share the offset, and the sources line up as well). Measured on an
+// AMD EPYC (AVX-512 clone) with such buffers, float32 sum, GB/s of buffer: reduce_into on 16 MiB
+// went from 17-24 (about 60% of memcpy's 26-38 on that VM) to memcpy's rate, and on 256 KiB (in
+// cache) from 76 to 115 (memcpy 116).
+//
 // Runtime dispatch: on x86-64 with GCC or Clang, each per-datatype entry carries
 // __attribute__((target_clones("avx512f", "avx2", "default"))): the compiler builds the loop
 // three times and an ifunc resolver picks, once at load time, the widest set this CPU supports
 // (AVX-512F, else AVX2, else the portable SSE2 baseline). Elsewhere (and under TSan, or with
-// -DPLEXUS_NO_TARGET_CLONES) the portable loop alone is built. reduce_isa() reports the choice. The op is switched once per call, outside the loop.
+// -DPLEXUS_NO_TARGET_CLONES) the portable loop alone is built. reduce_isa() reports the choice.
+// The op is switched once per call, outside the loop; scale_by's scalar is read once, before it.
 #include "comm/reduce/reduce.h"
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "comm/reduce/half.h"
@@ -98,12 +108,28 @@ struct BFloat16 {
   static PLX_INLINE uint16_t narrow(float x) { return float_to_bf16(x); }
 };
 
+// Elements before dst reaches a 64-byte boundary (at most count). The loops run these first, so
+// that the vector loop stores whole cache lines (see the file comment).
+template <class S>
+PLX_INLINE size_t head_to_line(const S* dst, size_t count) {
+  const size_t head = (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64 / sizeof(S);
+  return head < count ? head : count;
+}
+
 template <class Conv, class Op>
-PLX_INLINE void combine_loop(typename Conv::Stored* dst, const typename Conv::Stored* a,
+PLX_INLINE void combine_span(typename Conv::Stored* dst, const typename Conv::Stored* a,
                              const typename Conv::Stored* b, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     dst[i] = Conv::narrow(Op::apply(Conv::widen(a[i]), Conv::widen(b[i])));
   }
+}
+
+template <class Conv, class Op>
+PLX_INLINE void combine_loop(typename Conv::Stored* dst, const typename Conv::Stored* a,
+                             const typename Conv::Stored* b, size_t count) {
+  const size_t head = head_to_line(dst, count);
+  combine_span<Conv, Op>(dst, a, b, head);
+  combine_span<Conv, Op>(dst + head, a + head, b + head, count - head);
 }
 
 template <class Conv>
@@ -138,6 +164,26 @@ PLX_INLINE void divide(void* buf, size_t count, size_t divisor) {
   }
 }
 
+template <class Conv, class F>
+PLX_INLINE void scale_span(typename Conv::Stored* dst, const typename Conv::Stored* src,
+                           size_t count, F factor) {
+  for (size_t i = 0; i < count; ++i) dst[i] = Conv::narrow(mul(Conv::widen(src[i]), factor));
+}
+
+// dst[i] = src[i] * scalar, computed like Prod (integers wrap, half types in float32).
+template <class Conv>
+PLX_INLINE void scale(void* dst, const void* src, size_t count, const void* scalar) {
+  using S = typename Conv::Stored;
+  auto* d = static_cast<S*>(dst);
+  const auto* x = static_cast<const S*>(src);
+  S stored;
+  std::memcpy(&stored, scalar, sizeof(S));
+  const auto factor = Conv::widen(stored);
+  const size_t head = head_to_line(d, count);
+  scale_span<Conv>(d, x, head, factor);
+  scale_span<Conv>(d + head, x + head, count - head, factor);
+}
+
 // One dispatched entry per datatype: the clones are made here, the op switch and loops inline.
 #define PLX_KERNELS(suffix, Conv)                                                                \
   PLX_TARGET_CLONES void combine_##suffix(void* dst, const void* a, const void* b, size_t count, \
@@ -146,6 +192,10 @@ PLX_INLINE void divide(void* buf, size_t count, size_t divisor) {
   }                                                                                              \
   PLX_TARGET_CLONES void divide_##suffix(void* buf, size_t count, size_t divisor) {              \
     divide<Conv>(buf, count, divisor);                                                           \
+  }                                                                                              \
+  PLX_TARGET_CLONES void scale_##suffix(void* dst, const void* src, size_t count,                \
+                                        const void* scalar) {                                    \
+    scale<Conv>(dst, src, count, scalar);                                                        \
   }
 
 PLX_KERNELS(i8, Native<int8_t>)
@@ -198,6 +248,24 @@ void divide_by(void* buf, size_t count, plx_datatype_t datatype, size_t divisor)
     case PLX_BFLOAT16: return divide_bf16(buf, count, divisor);
     case PLX_FLOAT32: return divide_f32(buf, count, divisor);
     case PLX_FLOAT64: return divide_f64(buf, count, divisor);
+    default: return;
+  }
+}
+
+void scale_by(void* dst, const void* src, size_t count, plx_datatype_t datatype,
+              const void* scalar) {
+  if (count == 0) return;
+  switch (datatype) {
+    case PLX_INT8: return scale_i8(dst, src, count, scalar);
+    case PLX_UINT8: return scale_u8(dst, src, count, scalar);
+    case PLX_INT32: return scale_i32(dst, src, count, scalar);
+    case PLX_UINT32: return scale_u32(dst, src, count, scalar);
+    case PLX_INT64: return scale_i64(dst, src, count, scalar);
+    case PLX_UINT64: return scale_u64(dst, src, count, scalar);
+    case PLX_FLOAT16: return scale_f16(dst, src, count, scalar);
+    case PLX_BFLOAT16: return scale_bf16(dst, src, count, scalar);
+    case PLX_FLOAT32: return scale_f32(dst, src, count, scalar);
+    case PLX_FLOAT64: return scale_f64(dst, src, count, scalar);
     default: return;
   }
 }

@@ -1,7 +1,8 @@
 // reduce.h - element-wise reduction kernels for every plx_datatype_t and plx_red_op_t.
 //
 // These are the arithmetic of the collectives: ring allreduce calls reduce_copy on its first
-// reduce-scatter step (out of place), reduce_into on the others, and divide_by for PLX_AVG.
+// reduce-scatter step (out of place), reduce_into on the others, and divide_by for PLX_AVG;
+// scale_by scales the input of a pre-multiplied sum.
 // Semantics, identical for every kernel:
 //  - Counts are elements of `datatype`; buffers hold `count` elements each.
 //  - PLX_AVG reduces as PLX_SUM; the caller divides the final sum once with divide_by.
@@ -48,6 +49,14 @@ void reduce_copy(void* dst, const void* a, const void* b, size_t count, plx_data
 // truncate toward zero (C++ division); floats divide in their own precision (half types in
 // float32, rounded once). divisor >= 1.
 void divide_by(void* buf, size_t count, plx_datatype_t datatype, size_t divisor);
+
+// dst[i] = src[i] * scalar for i in 0..count-1, where scalar points to one element of datatype:
+// the input scaling of NCCL's pre-multiplied sum (ncclRedOpCreatePreMulSum), which the C ABI
+// applies before running PLX_SUM. Integers wrap modulo 2^bits; float16/bfloat16 multiply in
+// float32 and round once to nearest even; float32/float64 multiply in their own precision.
+// dst may equal src exactly; other overlaps are not allowed.
+void scale_by(void* dst, const void* src, size_t count, plx_datatype_t datatype,
+              const void* scalar);
 
 // Which instruction set the kernels dispatched to on this CPU: "avx512f", "avx2" or "default".
 const char* reduce_isa();

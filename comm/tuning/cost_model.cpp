@@ -76,10 +76,12 @@ struct Model {
     return 2 * std::log2(p2) * a + 2 * (p2 - 1) / p2 * m * b + (p2 - 1) / p2 * m * g +
            fold(m, m);
   }
-  // [TRG] 4.4: log2(p2) exchanges of the whole vector, plus the fold:
-  //   log2(p2)(a + m b + m g) + [r > 0](2a + 2m b + m g).
+  // [TRG] 4.4: log2(p2) exchanges of the whole vector, plus the fold. Each exchange is cut into
+  // slices(m) messages, one in flight at a time (the vector is reduced into the buffer it is
+  // sent from), so each slice pays alpha:
+  //   log2(p2)(slices(m) a + m b + m g) + [r > 0](2a + 2m b + m g).
   double recursive_doubling_allreduce(double m) const {
-    return std::log2(floor_pow2(n)) * (a + m * b + m * g) + fold(m, m);
+    return std::log2(floor_pow2(n)) * (slices(m, c) * a + m * b + m * g) + fold(m, m);
   }
   // [SST], pipelined as in [CHPV]: two binary trees of depth d = floor(log2 p), each reducing
   // then broadcasting half the vector in k = slices(m/2) chunks of size x = m/(2k). Each rank is
@@ -150,23 +152,29 @@ struct Model {
   double ring_allgather(double blk) const {
     return (p - 1) * slices(blk, c) * a + (p - 1) * blk * b;
   }
-  // [BHKUW], [TRG] 4.2 (dissemination / Bruck, any p): L steps, p-1 blocks received in all:
-  //   L a + (p-1) blk b.
-  double bruck_allgather(double blk) const { return ceil_log2(n) * a + (p - 1) * blk * b; }
+  // [BHKUW], [TRG] 4.2 (dissemination / Bruck, any p): L steps, p-1 blocks received in all,
+  // plus the final local rotation of all p blocks (one pass over the output, costed like a
+  // reduction pass, g per byte) that the ring does not need:
+  //   L a + (p-1) blk b + p blk g.
+  double bruck_allgather(double blk) const {
+    return ceil_log2(n) * a + (p - 1) * blk * b + p * blk * g;
+  }
 
   // ---- alltoall (blk = one block per destination) ----
   // [TRG] 4.6 (long messages, pairwise exchange): p-1 steps of one block:
   //   (p-1)(a + blk b).
   double pairwise_alltoall(double blk) const { return (p - 1) * (a + blk * b); }
   // [BHKUW], [TRG] 4.6 (short messages): step k sends the blocks whose index i < p has bit k
-  // set, packed in one message; for a power of two that is p/2 blocks per step, (m/2) L b in all:
-  //   sum over k < L of (a + |{i < p : i & 2^k}| blk b).
+  // set, packed in one message; for a power of two that is p/2 blocks per step, (m/2) L b in all.
+  // Packing and unpacking copy those blocks twice more (2 blk g each, g per byte as a pass over
+  // memory), which the pairwise exchange does not do:
+  //   sum over k < L of (a + |{i < p : i & 2^k}| blk (b + 2g)).
   double bruck_alltoall(double blk) const {
     double t = 0;
     for (int k = 0; k < ceil_log2(n); ++k) {
       const long long period = 2LL << k, half = 1LL << k;
       const long long blocks = n / period * half + std::max(0LL, n % period - half);
-      t += a + static_cast<double>(blocks) * blk * b;
+      t += a + static_cast<double>(blocks) * blk * (b + 2 * g);
     }
     return t;
   }

@@ -3,7 +3,8 @@
 // Half conversions are checked on hand-picked exact cases (ties to even, overflow, subnormals,
 // NaN/Inf), exhaustively for every binary16/bfloat16 value, and on a stride through all float32
 // bit patterns against an independent reference that rounds in double with std::nearbyint.
-// The kernels are checked for every datatype x op against a scalar reference, element by element.
+// The kernels (reduce_copy, reduce_into, scale_by) are checked for every datatype x op against a
+// scalar reference, element by element.
 #include "comm/reduce/reduce.h"
 
 #include <gtest/gtest.h>
@@ -280,6 +281,50 @@ TEST(Reduce, EveryDatatypeAndOpMatchesScalarReference) {
   check_kernels<FloatTraits<double>>(PLX_FLOAT64);
 }
 
+// The kernels run the elements before dst's first 64-byte boundary on their own: every start
+// offset of dst within a cache line, and sources at other offsets, give the reference values,
+// with the elements around the range untouched.
+template <class Traits>
+void check_offsets(plx_datatype_t dt) {
+  using T = typename Traits::Stored;
+  const size_t count = 300, line = 64 / sizeof(T);
+  Lcg g{static_cast<uint64_t>(dt + 1)};
+  std::vector<T> a(count + 2 * line), b(count + 2 * line);
+  for (T& x : a) x = Traits::make(g);
+  for (T& x : b) x = Traits::make(g);
+  const T scalar = Traits::make(g), guard = Traits::make(g);
+  for (size_t off = 0; off < line; ++off) {
+    const size_t a_off = (off * 3 + 1) % line, b_off = (off * 5 + 2) % line;
+    for (int op = 0; op < PLX_NUM_OPS; ++op) {
+      std::vector<T> out(count + 2 * line, guard), scaled(count + 2 * line, guard);
+      reduce_copy(&out[off], &a[a_off], &b[b_off], count, dt, static_cast<plx_red_op_t>(op));
+      scale_by(&scaled[off], &a[a_off], count, dt, &scalar);
+      for (size_t i = 0; i < out.size(); ++i) {
+        const bool inside = i >= off && i < off + count;
+        const T want = inside ? Traits::apply(a[a_off + i - off], b[b_off + i - off],
+                                              static_cast<plx_red_op_t>(op))
+                              : guard;
+        const T want_scaled = inside ? Traits::apply(a[a_off + i - off], scalar, PLX_PROD) : guard;
+        ASSERT_EQ(std::memcmp(&out[i], &want, sizeof(T)), 0)
+            << "reduce_copy datatype " << dt << " op " << op << " dst offset " << off << " index "
+            << i;
+        ASSERT_EQ(std::memcmp(&scaled[i], &want_scaled, sizeof(T)), 0)
+            << "scale_by datatype " << dt << " dst offset " << off << " index " << i;
+      }
+    }
+  }
+}
+
+TEST(Reduce, EveryDstOffsetWithinACacheLine) {
+  check_offsets<IntTraits<int8_t>>(PLX_INT8);
+  check_offsets<IntTraits<uint32_t>>(PLX_UINT32);
+  check_offsets<IntTraits<int64_t>>(PLX_INT64);
+  check_offsets<F16Traits>(PLX_FLOAT16);
+  check_offsets<BF16Traits>(PLX_BFLOAT16);
+  check_offsets<FloatTraits<float>>(PLX_FLOAT32);
+  check_offsets<FloatTraits<double>>(PLX_FLOAT64);
+}
+
 TEST(Reduce, IntegersWrapAround) {
   int8_t a[] = {127, -128, 100, -1};
   const int8_t b[] = {1, -1, 100, -1};
@@ -372,6 +417,110 @@ TEST(Reduce, DivideByFloats) {
   float one[] = {5.0f};
   divide_by(one, 1, PLX_FLOAT32, 1);
   EXPECT_EQ(one[0], 5.0f);
+}
+
+// scale_by against the Prod reference with the scalar broadcast: every datatype, random values
+// (every bit pattern for integers, so products wrap), out of place and in place (dst == src),
+// with one guard element past the end.
+template <class Traits>
+void check_scale(plx_datatype_t dt) {
+  using T = typename Traits::Stored;
+  for (size_t count : {0, 1, 7, 33, 1000, 4099}) {
+    Lcg g{static_cast<uint64_t>(dt * 977 + count)};
+    const T scalar = Traits::make(g);
+    std::vector<T> src(count + 1), want(count + 1);
+    for (size_t i = 0; i < count; ++i) {
+      src[i] = Traits::make(g);
+      want[i] = Traits::apply(src[i], scalar, PLX_PROD);
+    }
+    const T guard = Traits::make(g);
+    src[count] = want[count] = guard;
+    const std::vector<T> original = src;
+    std::vector<T> out(count + 1, guard), in_place = src;
+    scale_by(out.data(), src.data(), count, dt, &scalar);
+    scale_by(in_place.data(), in_place.data(), count, dt, &scalar);
+    ASSERT_EQ(std::memcmp(src.data(), original.data(), src.size() * sizeof(T)), 0)
+        << "datatype " << dt << ": scale_by modified src";
+    for (size_t i = 0; i <= count; ++i) {
+      const auto where = [&] {
+        return "datatype " + std::to_string(dt) + " count " + std::to_string(count) + " index " +
+               std::to_string(i);
+      };
+      ASSERT_EQ(std::memcmp(&out[i], &want[i], sizeof(T)), 0) << "out of place " << where();
+      ASSERT_EQ(std::memcmp(&in_place[i], &want[i], sizeof(T)), 0) << "in place " << where();
+    }
+  }
+}
+
+TEST(ScaleBy, EveryDatatypeMatchesScalarReference) {
+  check_scale<IntTraits<int8_t>>(PLX_INT8);
+  check_scale<IntTraits<uint8_t>>(PLX_UINT8);
+  check_scale<IntTraits<int32_t>>(PLX_INT32);
+  check_scale<IntTraits<uint32_t>>(PLX_UINT32);
+  check_scale<IntTraits<int64_t>>(PLX_INT64);
+  check_scale<IntTraits<uint64_t>>(PLX_UINT64);
+  check_scale<F16Traits>(PLX_FLOAT16);
+  check_scale<BF16Traits>(PLX_BFLOAT16);
+  check_scale<FloatTraits<float>>(PLX_FLOAT32);
+  check_scale<FloatTraits<double>>(PLX_FLOAT64);
+}
+
+TEST(ScaleBy, IntegersWrapAround) {
+  int8_t i8[] = {100, -128, 3};
+  const int8_t three = 3;
+  scale_by(i8, i8, 3, PLX_INT8, &three);
+  EXPECT_EQ(std::vector<int8_t>(i8, i8 + 3), (std::vector<int8_t>{44, -128, 9}));
+  const uint8_t u8[] = {200, 255};
+  uint8_t u8_out[2] = {};
+  const uint8_t two = 2;
+  scale_by(u8_out, u8, 2, PLX_UINT8, &two);
+  EXPECT_EQ(u8_out[0], 144);
+  EXPECT_EQ(u8_out[1], 254);
+  int32_t i32[] = {INT32_MAX, INT32_MIN};
+  const int32_t minus_one = -1;
+  scale_by(i32, i32, 2, PLX_INT32, &minus_one);
+  EXPECT_EQ(i32[0], -INT32_MAX);
+  EXPECT_EQ(i32[1], INT32_MIN) << "-INT32_MIN wraps to itself";
+  int64_t i64[] = {INT64_MAX};
+  const int64_t two64 = 2;
+  scale_by(i64, i64, 1, PLX_INT64, &two64);
+  EXPECT_EQ(i64[0], -2);
+  uint64_t u64[] = {UINT64_MAX};
+  const uint64_t max64 = UINT64_MAX;
+  scale_by(u64, u64, 1, PLX_UINT64, &max64);
+  EXPECT_EQ(u64[0], 1u) << "(2^64 - 1)^2 = 1 mod 2^64";
+}
+
+TEST(ScaleBy, HalfTypesMultiplyInFloatAndRoundOnce) {
+  // (1 + 2^-10)(1 - 2^-11) = 1 + 2^-11 - 2^-21: just below the tie, so 1.0. The product of two
+  // binary16 values is exact in float32, so rounding once gives the correctly rounded product.
+  const uint16_t h[] = {0x3c01, 0x7bff, float_to_half(3.0f), 0x0001, 0x7c00};
+  uint16_t out[5] = {};
+  const uint16_t factor = 0x3bff;  // 1 - 2^-11
+  scale_by(out, h, 5, PLX_FLOAT16, &factor);
+  EXPECT_EQ(out[0], 0x3c00) << "(1 + 2^-10)(1 - 2^-11) rounds to 1.0";
+  EXPECT_EQ(out[1], 0x7bfe) << "65504 (1 - 2^-11) = 65472.02 rounds to 65472";
+  EXPECT_EQ(out[2], float_to_half(3.0f * (1.0f - 0x1p-11f)));
+  EXPECT_EQ(out[3], 0x0001) << "smallest subnormal times ~1 stays";
+  EXPECT_EQ(out[4], 0x7c00) << "Inf stays Inf";
+  const uint16_t two = float_to_half(2.0f);
+  uint16_t big[] = {0x7bff};
+  scale_by(big, big, 1, PLX_FLOAT16, &two);
+  EXPECT_EQ(big[0], 0x7c00) << "65504 * 2 overflows to Inf";
+  // bfloat16: (1 + 2^-7)(1 + 2^-7) = 1 + 2^-6 + 2^-14 rounds to 1 + 2^-6 (0x3f82).
+  uint16_t b[] = {0x3f81};
+  const uint16_t bf = 0x3f81;
+  scale_by(b, b, 1, PLX_BFLOAT16, &bf);
+  EXPECT_EQ(b[0], 0x3f82);
+  float f[] = {3.0f, -0.5f};
+  const float quarter = 0.25f;
+  scale_by(f, f, 2, PLX_FLOAT32, &quarter);
+  EXPECT_EQ(f[0], 0.75f);
+  EXPECT_EQ(f[1], -0.125f);
+  double d[] = {1.0 / 3.0};
+  const double three = 3.0;
+  scale_by(d, d, 1, PLX_FLOAT64, &three);
+  EXPECT_EQ(d[0], (1.0 / 3.0) * 3.0);
 }
 
 TEST(Reduce, DatatypeBytes) {

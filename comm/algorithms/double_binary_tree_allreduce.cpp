@@ -1,0 +1,101 @@
+// double_binary_tree_allreduce.cpp - NCCL's double binary tree allreduce, pipelined in slices.
+//
+// P. Sanders, J. Speck and J. L. Traeff, "Two-tree algorithms for full bandwidth broadcast,
+// reduction and scan", Parallel Computing 35(12), 2009; S. Jeaugey, "Massively scale your deep
+// learning training with NCCL 2.4" (NVIDIA blog, 2019) and NCCL's src/graph/trees.cc.
+//
+// Tree 0 is the in-order binary tree of the ranks with rank 0 on top: the parent of r is r with
+// its lowest set bit b moved up one place, (r ^ b) | 2b, or r ^ b when that is out of range.
+// Odd ranks are leaves and even ranks interior. Tree 1 is tree 0 mirrored (r -> n-1-r) when n is
+// even, or shifted by one (r -> r+1) when n is odd, so a leaf of one tree is interior in the
+// other (for odd n rank 0, the root of tree 0, is interior in both). n = 8:
+//
+//   tree 0 (root 0)              tree 1 (mirrored, root 7)
+//
+//   0---------4                           3---------7
+//           /   \                       /   \          odd ranks: leaves of tree 0,
+//          2     6                     1     5         interior in tree 1; even ranks
+//         / \   / \                   / \   / \        the other way round
+//        1   3 5   7                 0   2 4   6
+//
+// n = 7: tree 0 is 0-4, 4 -> {2, 6}, 2 -> {1, 3}, 6 -> {5}; tree 1 is tree 0 shifted by one:
+// 1-5, 5 -> {3, 0}, 3 -> {2, 4}, 0 -> {6}.
+//
+// The count elements are split in two halves: tree 0 carries [0, ceil(count/2)) and tree 1 the
+// rest. Each half is cut into slices of at most chunk_bytes; slice k is reduced up its tree
+// (recv_reduce_send at interior ranks, send at leaves, recv_reduce at the root, which divides by
+// n for PLX_AVG) and broadcast back down (recv_copy_send at interior ranks, recv at leaves), so
+// every rank receives the root's exact bytes: results are bit-identical on all ranks. Slices
+// follow tree_pipeline.h's systolic schedule, so slice k+1 goes up while slice k comes down and
+// the two trees run at once.
+//
+// In recvbuf: a rank accumulates its partial of slice k in recvbuf, sends it up, and later
+// receives the final slice k into the same place. The parent sends slice k down only after it
+// has received this rank's slice k up, so the up send has been read before the result lands.
+//
+// Bytes on the wire: a leaf sends its half up and receives it down; an interior rank receives
+// two halves up, sends one up, receives one down and sends two down. A rank that is a leaf in
+// one tree and interior in the other thus sends and receives 2 * count * elem_bytes in all, with
+// up to 4 peers (the ring moves 2(n-1)/n * count * elem_bytes, but over 2(n-1) steps); the
+// latency is about 2 log2(n) slice steps plus the number of slices per half.
+#include <cstring>
+#include <vector>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/tree_pipeline.h"
+#include "comm/reduce/reduce.h"
+
+namespace plexus::comm {
+namespace {
+
+// Parent of rank r in the in-order binary tree rooted at 0 (NCCL's ncclGetBtree), -1 at 0.
+int btree_parent(int n, int r) {
+  if (r == 0) return -1;
+  const int bit = r & -r;
+  const int up = (r ^ bit) | (bit << 1);
+  return up < n ? up : r ^ bit;
+}
+
+// Parent of rank r in tree 1: tree 0 mirrored for even n, shifted by one for odd n
+// (NCCL's ncclGetDtree).
+int second_tree_parent(int n, int r) {
+  if (n % 2 == 0) {
+    const int p = btree_parent(n, n - 1 - r);
+    return p < 0 ? -1 : n - 1 - p;
+  }
+  const int p = btree_parent(n, (r - 1 + n) % n);
+  return p < 0 ? -1 : (p + 1) % n;
+}
+
+}  // namespace
+
+plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_base,
+                                          const CollArgs& args) {
+  const int n = transport.size();
+  const int r = transport.rank();
+  const size_t elem = datatype_bytes(args.datatype);
+  if (args.count == 0) return PLX_SUCCESS;
+  if (n == 1) {  // the sum of one contribution; AVG divides by 1
+    if (args.sendbuf != args.recvbuf) std::memcpy(args.recvbuf, args.sendbuf, args.count * elem);
+    return PLX_SUCCESS;
+  }
+
+  std::vector<int> parent0(n), parent1(n);
+  for (int x = 0; x < n; ++x) {
+    parent0[x] = btree_parent(n, x);
+    parent1[x] = second_tree_parent(n, x);
+  }
+  const size_t half = (args.count + 1) / 2;
+  const std::vector<TreeRole> trees = {tree_role(parent0, r, 0, half),
+                                       tree_role(parent1, r, half, args.count - half)};
+  TreeBuffers io;
+  io.in = args.sendbuf;
+  io.out = args.recvbuf;
+  io.datatype = args.datatype;
+  io.op = args.op;
+  io.chunk_bytes = args.chunk_bytes;
+  io.broadcast = true;
+  return tree_reduce_broadcast(transport, tag_base, trees, io);
+}
+
+}  // namespace plexus::comm

@@ -1,0 +1,323 @@
+// tree_reduce_algorithms_thread_test.cpp - unit tests of double_binary_tree_allreduce,
+// binomial_reduce and ring_reduce on the in-process transport (tests/support/thread_transport.h):
+// ranks are threads.
+//
+// The thread transport is strict (rendezvous sends, exact receive sizes, unique tags, nothing
+// left unmatched), so these tests also check each algorithm's message protocol. World sizes
+// 1..8; counts 1, 2, n-1, 1009 (prime) and 2^18+3; chunk_bytes 64 (deep pipelines), 1 MiB (one
+// slice) and 1 (one element per slice); every datatype and op; in place and out of place; reduce
+// at roots 0, n/2 and n-1, with non-roots passing a NULL recvbuf or a buffer that must stay
+// untouched. Each world runs its whole list of cases in one launch of its rank threads, one
+// collective per case with its own tag base, as a communicator would.
+//
+// Inputs and expected values are closed forms, exact in every datatype whatever the reduction
+// order (tests/comm/collective_reference.h); a failure names the case, rank and index. The
+// double binary tree must also give bit-identical results on every rank for inexact float sums.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/core/error.h"
+#include "comm/reduce/reduce.h"
+#include "tests/comm/collective_reference.h"
+#include "tests/support/thread_transport.h"
+
+namespace plexus::comm {
+namespace {
+
+using namespace plexus::test;  // NOLINT: the reference helpers
+
+enum class Algo { DoubleTree, Binomial, Ring };
+
+struct Case {
+  Algo algo;
+  size_t count;
+  plx_datatype_t dt;
+  plx_red_op_t op;
+  bool in_place;  // reduce: on the root
+  size_t chunk_bytes;
+  int root = 0;           // reduce only
+  bool null_recv = true;  // reduce only: non-roots pass recvbuf NULL (else a guarded buffer)
+
+  std::string name(int n) const {
+    std::string s = algo == Algo::DoubleTree ? "double_binary_tree_allreduce"
+                    : algo == Algo::Binomial ? "binomial_reduce"
+                                             : "ring_reduce";
+    s += " n=" + std::to_string(n) + " count=" + std::to_string(count) + " " + datatype_name(dt) +
+         " " + op_name(op);
+    if (algo != Algo::DoubleTree) {
+      s += " root=" + std::to_string(root) + (null_recv ? " null-recv" : " guarded-recv");
+    }
+    s += in_place ? " in-place" : " out-of-place";
+    return s + " chunk_bytes=" + std::to_string(chunk_bytes);
+  }
+};
+
+constexpr unsigned char kGuard = 0xa5;  // bytes past (or instead of) an output must keep this
+
+std::string check_guard(const std::vector<unsigned char>& buf, size_t from, const char* what) {
+  for (size_t b = from; b < buf.size(); ++b) {
+    if (buf[b] != kGuard) return std::string("wrote ") + what + " at byte " + std::to_string(b);
+  }
+  return "";
+}
+
+std::string run_allreduce(const Case& c, Transport& t, uint64_t tag_base) {
+  const int n = t.size(), r = t.rank();
+  const size_t elem = datatype_bytes(c.dt);
+  std::vector<unsigned char> send((c.count + 1) * elem, kGuard), recv(send);
+  fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
+  if (c.in_place) recv = send;
+  const std::vector<unsigned char> original = send;
+  CollArgs args;
+  args.sendbuf = c.in_place ? recv.data() : send.data();
+  args.recvbuf = recv.data();
+  args.count = c.count;
+  args.datatype = c.dt;
+  args.op = c.op;
+  args.chunk_bytes = c.chunk_bytes;
+  const plx_result_t rc = double_binary_tree_allreduce(t, tag_base, args);
+  if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc) + ": " + last_error();
+  std::string why = check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
+  if (why.empty()) why = check_guard(recv, c.count * elem, "past the end of recvbuf");
+  if (why.empty() && !c.in_place && send != original) why = "modified sendbuf";
+  return why;
+}
+
+std::string run_reduce(const Case& c, Transport& t, uint64_t tag_base) {
+  const int n = t.size(), r = t.rank();
+  const bool root = r == c.root;
+  const size_t elem = datatype_bytes(c.dt);
+  std::vector<unsigned char> send((c.count + 1) * elem, kGuard), recv(send);
+  fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
+  if (root && c.in_place) recv = send;
+  const std::vector<unsigned char> original = send;
+  CollArgs args;
+  args.collective = Collective::Reduce;
+  args.sendbuf = root && c.in_place ? recv.data() : send.data();
+  args.recvbuf = root || !c.null_recv ? recv.data() : nullptr;
+  args.count = c.count;
+  args.datatype = c.dt;
+  args.op = c.op;
+  args.root = c.root;
+  args.chunk_bytes = c.chunk_bytes;
+  const plx_result_t rc =
+      (c.algo == Algo::Binomial ? binomial_reduce : ring_reduce)(t, tag_base, args);
+  if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc) + ": " + last_error();
+  std::string why;
+  if (root) {
+    why = check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
+    if (why.empty()) why = check_guard(recv, c.count * elem, "past the end of recvbuf");
+  } else {
+    why = check_guard(recv, 0, "into a non-root recvbuf");
+  }
+  if (why.empty() && !(root && c.in_place) && send != original) why = "modified sendbuf";
+  return why;
+}
+
+// Runs every case on an n-rank thread world; each rank checks its own results.
+void run_cases(int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
+  ThreadWorld world(n, eager_bytes);
+  std::vector<std::string> failures(n);
+  const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[k];
+      const uint64_t tag_base = collective_tag_base(k + 1);
+      const std::string why =
+          c.algo == Algo::DoubleTree ? run_allreduce(c, t, tag_base) : run_reduce(c, t, tag_base);
+      if (!why.empty()) {
+        failures[r] = c.name(n) + ": rank " + std::to_string(r) + ": " + why;
+        return PLX_ERROR_INTERNAL;  // the other ranks then time out on a later case
+      }
+    }
+    return PLX_SUCCESS;
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(results[r], PLX_SUCCESS) << "n=" << n << " rank " << r << ": " << failures[r];
+  }
+  for (const std::string& e : world.protocol_errors()) ADD_FAILURE() << "n=" << n << ": " << e;
+  for (const std::string& e : world.leftover()) ADD_FAILURE() << "n=" << n << ": " << e;
+}
+
+std::vector<size_t> small_counts(int n) {
+  std::vector<size_t> counts = {1, 2, static_cast<size_t>(n - 1), 1009};
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  if (counts.front() == 0) counts.erase(counts.begin());  // the C ABI skips count 0
+  return counts;
+}
+
+// Every count, datatype, op and in-place mode at chunk_bytes 64, every datatype and op at 1 MiB,
+// and one element per slice; reduce cases rotate through the roots 0, n/2, n-1 and through
+// NULL and guarded non-root recvbufs.
+std::vector<Case> matrix(Algo algo, int n) {
+  const int roots[] = {0, n / 2, n - 1};
+  std::vector<Case> cases;
+  size_t index = 0;
+  const auto add = [&](size_t count, int dt, int op, bool in_place, size_t chunk) {
+    const int root = roots[index % 3];
+    const bool null_recv = (index / 3) % 2 == 0;
+    ++index;
+    cases.push_back({algo, count, static_cast<plx_datatype_t>(dt), static_cast<plx_red_op_t>(op),
+                     in_place, chunk, root, null_recv});
+  };
+  for (size_t count : small_counts(n)) {
+    for (int dt = 0; dt < PLX_NUM_DATATYPES; ++dt) {
+      for (int op = 0; op < PLX_NUM_OPS; ++op) {
+        for (bool in_place : {false, true}) add(count, dt, op, in_place, 64);
+      }
+    }
+  }
+  for (int dt = 0; dt < PLX_NUM_DATATYPES; ++dt) {
+    for (int op = 0; op < PLX_NUM_OPS; ++op) add(1009, dt, op, (dt + op) % 2 == 0, 1 << 20);
+  }
+  add(1009, PLX_FLOAT64, PLX_SUM, false, 1);  // one element per slice
+  add(1009, PLX_INT8, PLX_MIN, true, 1);
+  return cases;
+}
+
+std::vector<Case> large(Algo algo, int n) {
+  const size_t count = (size_t{1} << 18) + 3;
+  return {
+      {algo, count, PLX_FLOAT32, PLX_SUM, false, 1 << 20, n - 1, true},
+      {algo, count, PLX_BFLOAT16, PLX_AVG, true, 4096, n / 2, false},
+      {algo, count, PLX_INT8, PLX_MAX, false, 64, 0, true},
+  };
+}
+
+class WorldSize : public ::testing::TestWithParam<int> {};
+
+TEST_P(WorldSize, DoubleBinaryTreeAllreduceEveryDatatypeOpAndCount) {
+  run_cases(GetParam(), matrix(Algo::DoubleTree, GetParam()));
+}
+
+TEST_P(WorldSize, BinomialReduceEveryDatatypeOpCountAndRoot) {
+  run_cases(GetParam(), matrix(Algo::Binomial, GetParam()));
+}
+
+TEST_P(WorldSize, RingReduceEveryDatatypeOpCountAndRoot) {
+  run_cases(GetParam(), matrix(Algo::Ring, GetParam()));
+}
+
+TEST_P(WorldSize, LargeCount) {
+  const int n = GetParam();
+  std::vector<Case> cases;
+  for (Algo algo : {Algo::DoubleTree, Algo::Binomial, Algo::Ring}) {
+    for (const Case& c : large(algo, n)) cases.push_back(c);
+  }
+  run_cases(n, cases);
+}
+
+TEST_P(WorldSize, EagerSendsRunAhead) {
+  // Eager sends complete at once, so fast ranks run ahead into later slices and later calls:
+  // messages arrive before their receives are posted (the unexpected-message path).
+  const int n = GetParam();
+  std::vector<Case> cases;
+  for (int dt : {PLX_INT32, PLX_FLOAT16, PLX_FLOAT64}) {
+    const auto d = static_cast<plx_datatype_t>(dt);
+    cases.push_back({Algo::DoubleTree, 1009, d, PLX_SUM, false, 64});
+    cases.push_back({Algo::Binomial, 1009, d, PLX_AVG, true, 64, n - 1, true});
+    cases.push_back({Algo::Ring, 1009, d, PLX_PROD, false, 64, n / 2, false});
+    cases.push_back({Algo::DoubleTree, 5, d, PLX_AVG, true, 64});
+  }
+  run_cases(n, cases, /*eager_bytes=*/1 << 16);
+}
+
+// Inexact float32 sums: the double binary tree must give every rank the root's exact bytes,
+// within rounding of a serial double-precision sum.
+TEST_P(WorldSize, DoubleBinaryTreeResultsAreBitIdentical) {
+  const int n = GetParam();
+  for (size_t count : {size_t{1009}, size_t{65537}}) {
+    for (size_t chunk : {size_t{64}, size_t{1} << 20}) {
+      const auto input = [](int r, size_t i) {  // an irregular value in (-1, 1)
+        const uint64_t h =
+            (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull + i) * 0xbf58476d1ce4e5b9ull;
+        return static_cast<float>(static_cast<double>(h >> 11) / 9007199254740992.0 * 2 - 1);
+      };
+      std::vector<std::vector<float>> results(n);
+      ThreadWorld world(n);
+      const auto rcs = world.run([&](int r, Transport& t) -> plx_result_t {
+        std::vector<float> send(count);
+        for (size_t i = 0; i < count; ++i) send[i] = input(r, i);
+        results[r].assign(count, 0.0f);
+        CollArgs args;
+        args.sendbuf = send.data();
+        args.recvbuf = results[r].data();
+        args.count = count;
+        args.chunk_bytes = chunk;
+        return double_binary_tree_allreduce(t, collective_tag_base(1), args);
+      });
+      for (int r = 0; r < n; ++r) ASSERT_EQ(rcs[r], PLX_SUCCESS) << "rank " << r;
+      for (int r = 1; r < n; ++r) {
+        ASSERT_EQ(std::memcmp(results[r].data(), results[0].data(), count * sizeof(float)), 0)
+            << "n=" << n << " count=" << count << " chunk=" << chunk << ": rank " << r
+            << " differs from rank 0";
+      }
+      for (size_t i = 0; i < count; ++i) {
+        double sum = 0;
+        for (int r = 0; r < n; ++r) sum += input(r, i);
+        ASSERT_NEAR(results[0][i], sum, 1e-6 * n) << "n=" << n << " index " << i;
+      }
+      EXPECT_TRUE(world.protocol_errors().empty());
+      EXPECT_TRUE(world.leftover().empty());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// A rank that never joins: the ranks that depend on it must fail with PLX_ERROR_TIMEOUT and a
+// message naming themselves, neither hang nor crash; a rank that does not depend on it (a leaf
+// of the binomial tree whose sends the root takes) may finish.
+TEST(TreeReduceFailure, MissingRankTimesOut) {
+  struct Call {
+    const char* name;
+    AlgorithmFn fn;
+    int root;
+    std::vector<int> must_fail;
+  };
+  const std::vector<Call> calls = {
+      {"double_binary_tree_allreduce", double_binary_tree_allreduce, 0, {0, 1}},
+      {"binomial_reduce root 0", binomial_reduce, 0, {0}},
+      {"binomial_reduce root 2", binomial_reduce, 2, {0, 1}},
+      {"ring_reduce root 0", ring_reduce, 0, {0, 1}},
+      {"ring_reduce root 2", ring_reduce, 2, {0, 1}},
+  };
+  for (const Call& call : calls) {
+    // The buffers outlive the world: abandoned requests still point into them.
+    std::vector<std::vector<float>> send(3, std::vector<float>(1009, 1.0f)), recv(send);
+    ThreadWorld world(3, 0, std::chrono::milliseconds(300));
+    std::vector<std::string> messages(3);
+    const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
+      if (r == 2) return PLX_SUCCESS;  // never joins
+      CollArgs args;
+      args.sendbuf = send[r].data();
+      args.recvbuf = recv[r].data();
+      args.count = send[r].size();
+      args.root = call.root;
+      args.chunk_bytes = 64;
+      const plx_result_t rc = call.fn(t, collective_tag_base(1), args);
+      messages[r] = last_error();
+      return rc;
+    });
+    for (int r = 0; r < 2; ++r) {
+      const bool must =
+          std::find(call.must_fail.begin(), call.must_fail.end(), r) != call.must_fail.end();
+      if (!must && results[r] == PLX_SUCCESS) continue;
+      EXPECT_EQ(results[r], PLX_ERROR_TIMEOUT) << call.name << " rank " << r;
+      EXPECT_NE(messages[r].find("rank " + std::to_string(r)), std::string::npos)
+          << call.name << ": " << messages[r];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plexus::comm
