@@ -1,6 +1,9 @@
 // plexus-bench - nccl-tests-style bandwidth benchmark of the Plexus collectives.
 //
-//   plexus-run -n 4 plexus-bench allreduce -b 8 -e 128M -f 2 [-d float] [-o sum] [-J out.json]
+//   plexus-run -n 4 plexus-bench COLLECTIVE -b 8 -e 128M -f 2 [-d float] [-o sum] [-r 0]
+//                                [-a allreduce:ring] [-J out.json]
+// COLLECTIVE: allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall, gather, scatter,
+// sendrecv (perf/collectives/, one file each).
 //
 // Every process is one rank: it joins the world communicator from the launcher's environment
 // (plexus-run, mpirun, srun or torchrun; see plx_comm_init_from_env), and rank 0 prints the
@@ -25,6 +28,13 @@ const std::map<std::string, std::function<std::unique_ptr<Collective>()>>& colle
   static const std::map<std::string, std::function<std::unique_ptr<Collective>()>> table{
       {"allreduce", plexus::bench::make_allreduce},
       {"broadcast", plexus::bench::make_broadcast},
+      {"reduce", plexus::bench::make_reduce},
+      {"reduce_scatter", plexus::bench::make_reduce_scatter},
+      {"allgather", plexus::bench::make_allgather},
+      {"alltoall", plexus::bench::make_alltoall},
+      {"gather", plexus::bench::make_gather},
+      {"scatter", plexus::bench::make_scatter},
+      {"sendrecv", plexus::bench::make_sendrecv},
   };
   return table;
 }
@@ -53,6 +63,16 @@ int main(int argc, char** argv) {
                nranks - 1);
     plx_comm_destroy(comm);
     return 2;
+  }
+
+  if (!options.algorithm.empty()) {
+    if (plx_result_t r = plx_comm_set_algorithm(comm, options.algorithm.c_str());
+        r != PLX_SUCCESS) {
+      fmt::print(stderr, "plexus-bench: rank {}: -a {}: {}\n", rank, options.algorithm,
+                 plx_get_last_error(nullptr));
+      plx_comm_destroy(comm);
+      return 2;
+    }
   }
 
   BenchOutcome outcome;

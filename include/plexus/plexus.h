@@ -324,7 +324,8 @@ plx_result_t plx_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
  * receive fails with PLX_ERROR_TRANSPORT). A blocking send may wait for its receive, so a rank
  * that must send and receive at once (a ring exchange, or to itself) puts both between
  * plx_group_start() and plx_group_end(). PLX_ERROR_INVALID_ARGUMENT for a peer not in
- * 0..n-1 or a NULL buffer with count > 0. No signature is compared.
+ * 0..n-1 or a NULL buffer with count > 0. No signature is compared. As with MPI_Sendrecv, a
+ * send's buffer must not overlap a receive's buffer of the same group (the result is undefined).
  */
 plx_result_t plx_send(const void* sendbuf, size_t count, plx_datatype_t datatype, int peer,
                       plx_comm_t comm, void* stream);

@@ -9,5 +9,12 @@ namespace plexus::bench {
 
 std::unique_ptr<Collective> make_allreduce();
 std::unique_ptr<Collective> make_broadcast();
+std::unique_ptr<Collective> make_reduce();
+std::unique_ptr<Collective> make_reduce_scatter();
+std::unique_ptr<Collective> make_allgather();
+std::unique_ptr<Collective> make_alltoall();
+std::unique_ptr<Collective> make_gather();
+std::unique_ptr<Collective> make_scatter();
+std::unique_ptr<Collective> make_sendrecv();
 
 }  // namespace plexus::bench

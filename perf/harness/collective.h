@@ -17,7 +17,7 @@ namespace plexus::bench {
 
 // One row of the table.
 struct CaseParams {
-  size_t count = 0;  // the "count" column: elements of the result (nccl-tests convention)
+  size_t count = 0;  // the "count" column (nccl-tests): see Collective::count_column
   plx_datatype_t datatype = PLX_FLOAT32;
   plx_red_op_t op = PLX_SUM;  // meaningful when has_op()
   int root = 0;               // meaningful when has_root()
@@ -36,18 +36,32 @@ class Collective {
   // so busbw is comparable to the link bandwidth (nccl-tests doc/PERFORMANCE.md).
   virtual double bus_factor(int nranks) const = 0;
 
-  // Elements in this rank's send and receive buffers for a row.
+  // The count column for a message of `elements` elements (the -b..-e size over the element
+  // size): the collective's count argument. nccl-tests uses elements / n for the collectives
+  // whose count is per rank (allgather, reduce_scatter, alltoall, gather, scatter).
+  virtual size_t count_column(size_t elements, int nranks) const { return elements; }
+
+  // Elements in this rank's send and receive buffers for a row. The size column, and the bytes
+  // algbw divides by the time, are the larger of the two (nccl-tests' max(sendBytes, recvBytes)).
   virtual size_t send_count(const CaseParams& p) const { return p.count; }
   virtual size_t recv_count(const CaseParams& p) const { return p.count; }
-  // In place, the send buffer is the receive buffer plus this many elements.
+  // In place, both live in one buffer: send starts this many elements in, and recv that many.
   virtual size_t in_place_send_offset(const CaseParams& p) const { return 0; }
+  virtual size_t in_place_recv_offset(const CaseParams& p) const { return 0; }
+  // Leading elements of the receive buffer that the check compares (0 where this rank receives
+  // nothing, as a reduce or gather on a rank that is not the root).
+  virtual size_t checked_count(const CaseParams& p) const { return recv_count(p); }
+  // False where the in-place result is undefined, so its #wrong shows N/A as in nccl-tests
+  // (sendrecv: the receive may overwrite data the send has not read yet).
+  virtual bool in_place_checked() const { return true; }
 
   // Element i of rank `rank`'s input (small integers, so every datatype holds them exactly).
   virtual double input(const CaseParams& p, int rank, size_t i) const = 0;
   // What element i of rank p.rank's receive buffer must hold afterwards.
   virtual double expected(const CaseParams& p, size_t i) const = 0;
 
-  // Runs the collective once. In place when send is recv + in_place_send_offset().
+  // Runs the collective once. In place when send and recv sit at the in-place offsets of one
+  // buffer.
   virtual plx_result_t run(const void* send, void* recv, const CaseParams& p,
                            plx_comm_t comm) const = 0;
 };

@@ -73,7 +73,11 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& collect
                  "float, double, half, bfloat16, int8, uint8, int32, uint32, int64, uint64 or all")
       ->capture_default_str();
   app.add_option("-o,--op", op, "sum, prod, min, max, avg or all")->capture_default_str();
-  app.add_option("-r,--root", options->root, "root rank (broadcast)")->capture_default_str();
+  app.add_option("-r,--root", options->root,
+                 "root rank (broadcast, reduce, gather, scatter)")->capture_default_str();
+  app.add_option("-a,--algorithm", options->algorithm,
+                 "force algorithms with plx_comm_set_algorithm, e.g. allreduce:ring "
+                 "(PLEXUS_ALGO syntax; default: the cost model chooses)");
   app.add_option("-J,--output_file", options->json_path, "write the results as JSON here");
   try {
     app.parse(argc, argv);

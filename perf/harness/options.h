@@ -1,7 +1,8 @@
 // options.h - the command line of plexus-bench, with nccl-tests' flags and defaults.
 //
 //   plexus-bench COLLECTIVE [-b 8] [-e 32M] [-f 2 | -i BYTES] [-n 20] [-w 5] [-c 1]
-//                [-d float|...|all] [-o sum|prod|min|max|avg|all] [-r 0] [-J results.json]
+//                [-d float|...|all] [-o sum|prod|min|max|avg|all] [-r 0] [-a allreduce:ring]
+//                [-J results.json]
 // Sizes accept K, M and G suffixes (powers of 1024, as nccl-tests).
 #pragma once
 
@@ -26,6 +27,7 @@ struct BenchOptions {
   std::vector<plx_datatype_t> datatypes{PLX_FLOAT32};
   std::vector<plx_red_op_t> ops{PLX_SUM};
   int root = 0;
+  std::string algorithm;            // -a: plx_comm_set_algorithm spec; empty: automatic
   std::string json_path;            // empty: no JSON
   std::vector<std::string> argv;    // as given, for the JSON record
 };

@@ -1,7 +1,9 @@
 #include "perf/harness/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -28,6 +30,7 @@ nlohmann::ordered_json measurement_json(const Measurement& m) {
   j["alg_bw"] = m.algbw_gbs;
   j["bus_bw"] = m.busbw_gbs;
   j["nwrong"] = m.wrong < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(m.wrong);
+  j["algorithm"] = m.algorithm;
   return j;
 }
 
@@ -59,9 +62,11 @@ void Report::header(const std::vector<RankInfo>& ranks) {
              PLX_VERSION_MINOR, PLX_VERSION_PATCH, version);
   fmt::print("# Collective test starting: {}\n", options_.collective);
   fmt::print("# nRanks {} minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} "
-             "validation: {}\n#\n# Using devices\n",
+             "validation: {}\n",
              nranks_, options_.min_bytes, options_.max_bytes, step, options_.warmup_iters,
              options_.iters, options_.check ? 1 : 0);
+  if (!options_.algorithm.empty()) fmt::print("# Algorithm forced: {}\n", options_.algorithm);
+  fmt::print("#\n# Using devices\n");
   for (const RankInfo& r : ranks) {
     fmt::print("#  Rank {:2} Group {:2} Pid {:6} on {:>10} device cpu [local rank {}] {}\n",
                r.rank, 0, r.pid, r.hostname, r.local_rank, r.transport);
@@ -94,6 +99,7 @@ void Report::header(const std::vector<RankInfo>& ranks) {
   config["warmup_iters"] = options_.warmup_iters;
   config["iterations"] = options_.iters;
   config["validation"] = options_.check ? 1 : 0;
+  config["algorithm"] = options_.algorithm;
   json_["devices"] = nlohmann::ordered_json::array();
   for (const RankInfo& r : ranks) {
     json_["devices"].push_back({{"rank", r.rank}, {"group", 0}, {"pid", r.pid},
@@ -105,6 +111,12 @@ void Report::header(const std::vector<RankInfo>& ranks) {
 
 void Report::row(const Row& row) {
   if (!printer_) return;
+  for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+    if (!m->algorithm.empty() &&
+        std::find(algorithms_.begin(), algorithms_.end(), m->algorithm) == algorithms_.end()) {
+      algorithms_.push_back(m->algorithm);
+    }
+  }
   fmt::print("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}\n", row.bytes, row.count, row.type,
              row.redop, row.root, measurement_columns(row.out_of_place),
              measurement_columns(row.in_place));
@@ -124,12 +136,16 @@ bool Report::footer(int64_t total_wrong, double average_busbw) {
   if (!printer_) return true;
   fmt::print("# {:<20} : {} {}\n", "Out of bounds values", total_wrong,
              total_wrong == 0 ? "OK" : "FAILED");
-  fmt::print("# {:<20} : {:.6g}\n#\n", "Avg bus bandwidth", average_busbw);
+  fmt::print("# {:<20} : {:.6g}\n", "Avg bus bandwidth", average_busbw);
+  const std::string used =
+      algorithms_.empty() ? std::string("-") : fmt::format("{}", fmt::join(algorithms_, ", "));
+  fmt::print("# {:<20} : {}\n#\n", "Algorithms used", used);
   fmt::print("# Collective test concluded: {}\n", options_.collective);
   std::fflush(stdout);
   if (options_.json_path.empty()) return true;
   json_["out_of_bounds"] = {{"count", total_wrong}, {"okay", total_wrong == 0}};
   json_["average_bus_bandwidth"] = {{"bandwidth", average_busbw}};
+  json_["algorithms_used"] = algorithms_;
   json_["end_time"] = now_string();
   std::ofstream out(options_.json_path);
   out << json_.dump(2) << "\n";

@@ -7,6 +7,8 @@
 // time is the mean over the timed iterations, the maximum over ranks; algbw = size / time;
 // busbw = algbw * the collective's bus factor; #wrong = elements that differ from the expected
 // value, summed over ranks (-1 columns mean "not checked", printed as N/A as nccl-tests does).
+// The footer adds "# Algorithms used : allreduce:ring, ..." (plx_comm_last_algorithm per row);
+// the JSON gives each measurement's algorithm.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,7 @@ struct Measurement {
   double algbw_gbs = 0;
   double busbw_gbs = 0;
   int64_t wrong = -1;  // -1: not checked
+  std::string algorithm;  // plx_comm_last_algorithm after the timed loop, e.g. "allreduce:ring"
 };
 
 struct Row {
@@ -52,7 +55,8 @@ class Report {
 
   void header(const std::vector<RankInfo>& ranks);
   void row(const Row& row);
-  // Prints the footer and writes the JSON file; returns false if the JSON file failed.
+  // Prints the footer (with the algorithms the rows used) and writes the JSON file; returns
+  // false if the JSON file failed.
   bool footer(int64_t total_wrong, double average_busbw);
 
  private:
@@ -60,6 +64,7 @@ class Report {
   int nranks_;
   bool printer_;
   nlohmann::ordered_json json_;
+  std::vector<std::string> algorithms_;  // distinct, in order of first use
 };
 
 // A number right-aligned in `width` characters with as many decimals as fit (2, 1, 0, then

@@ -19,7 +19,8 @@ namespace {
 constexpr double kSentinel = -1.0;  // never an expected value; all ones in unsigned types
 constexpr size_t kInfoBytes = 256;  // one rank's description in the info exchange
 
-// The buffers of one row: send is separate (out of place) or inside recv (in place).
+// The buffers of one row: out of place, send and recv; in place, both inside recv, at the
+// collective's in-place offsets.
 struct Buffers {
   std::vector<std::byte> send, recv;
 };
@@ -27,12 +28,21 @@ struct Buffers {
 void fill(const Collective& c, const CaseParams& p, Buffers& b, bool in_place, void** send,
           void** recv) {
   const size_t elem = plx_datatype_size(p.datatype);
-  *recv = b.recv.data();
+  *recv = in_place ? b.recv.data() + c.in_place_recv_offset(p) * elem : b.recv.data();
   *send = in_place ? b.recv.data() + c.in_place_send_offset(p) * elem : b.send.data();
   for (size_t i = 0; i < c.recv_count(p); ++i) store_element(*recv, i, p.datatype, kSentinel);
   for (size_t i = 0; i < c.send_count(p); ++i) {
     store_element(*send, i, p.datatype, c.input(p, p.rank, i));
   }
+}
+
+// "collective:algorithm" of the collective just timed, or "" where the library names none for
+// it (sendrecv is not a collective: the last one on comm is then the barrier before the loop).
+std::string last_algorithm(const Collective& c, plx_comm_t comm) {
+  const char* name = nullptr;
+  check_plexus(plx_comm_last_algorithm(comm, &name), "plx_comm_last_algorithm");
+  const std::string algorithm = name != nullptr ? name : "";
+  return algorithm.rfind(c.name() + ":", 0) == 0 ? algorithm : "";
 }
 
 double max_over_ranks(double value, plx_comm_t comm) {
@@ -63,11 +73,12 @@ Measurement measure(const Collective& c, const CaseParams& p, const BenchOptions
       std::chrono::steady_clock::now() - start;
 
   Measurement m;
+  m.algorithm = last_algorithm(c, comm);  // before the allreduces below replace it
   m.time_us = max_over_ranks(elapsed.count() / options.iters, comm);
-  const double bytes = static_cast<double>(p.count * plx_datatype_size(p.datatype));
+  const double bytes = static_cast<double>(row_bytes(c, p));
   m.algbw_gbs = m.time_us > 0 ? bytes / (m.time_us * 1e3) : 0.0;  // B/us / 1e3 = GB/s
   m.busbw_gbs = m.algbw_gbs * c.bus_factor(p.nranks);
-  if (options.check) {
+  if (options.check && (!in_place || c.in_place_checked())) {
     fill(c, p, b, in_place, &send, &recv);
     check_plexus(c.run(send, recv, p, comm), call.c_str());
     m.wrong = sum_over_ranks(count_wrong(c, p, recv), comm);
@@ -111,11 +122,15 @@ std::vector<RankInfo> exchange_rank_info(int rank, int nranks, plx_comm_t comm) 
 
 }  // namespace
 
+size_t row_bytes(const Collective& c, const CaseParams& p) {
+  return std::max(c.send_count(p), c.recv_count(p)) * plx_datatype_size(p.datatype);
+}
+
 int64_t count_wrong(const Collective& c, const CaseParams& p, const void* recv) {
   const bool approximate = p.op == PLX_AVG && c.has_op() && is_float_type(p.datatype);
   const double eps = datatype_epsilon(p.datatype);
   int64_t wrong = 0;
-  for (size_t i = 0; i < c.recv_count(p); ++i) {
+  for (size_t i = 0; i < c.checked_count(p); ++i) {
     const double got = load_element(recv, i, p.datatype);
     const double want = round_to_datatype(c.expected(p, i), p.datatype);
     if (got == want) continue;
@@ -148,12 +163,14 @@ BenchOutcome run_benchmark(const Collective& c, const BenchOptions& options, plx
     const size_t elem = plx_datatype_size(datatype);
     for (plx_red_op_t op : ops) {
       for (size_t bytes : sizes) {
-        CaseParams p{bytes / elem, datatype, op, options.root, rank, nranks};
+        CaseParams p{c.count_column(bytes / elem, nranks), datatype, op, options.root, rank,
+                     nranks};
         buffers.send.resize(c.send_count(p) * elem);
-        buffers.recv.resize(
-            std::max(c.recv_count(p), c.in_place_send_offset(p) + c.send_count(p)) * elem);
+        buffers.recv.resize(std::max(c.in_place_recv_offset(p) + c.recv_count(p),
+                                     c.in_place_send_offset(p) + c.send_count(p)) *
+                            elem);
         Row row;
-        row.bytes = p.count * elem;
+        row.bytes = row_bytes(c, p);
         row.count = p.count;
         row.type = datatype_name(datatype);
         row.redop = c.has_op() ? op_name(op) : "none";

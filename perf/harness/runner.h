@@ -4,10 +4,11 @@
 //  1. fill the inputs (Collective::input) and barrier;
 //  2. run warmup_iters untimed, barrier, then iters timed back to back; the row's time is the
 //     mean per iteration, maximum over ranks (plx_allreduce MAX of each rank's mean);
-//  3. with -c 1: refill, run once, count the elements of the receive buffer that differ from
-//     Collective::expected (exactly; avg on float types within one unit in the last place) and
+//  3. with -c 1: refill, run once, count the checked elements of the receive buffer that differ
+//     from Collective::expected (exactly; avg on float types within one unit in the last place) and
 //     sum the count over ranks.
-// algbw = size / time (GB/s with 1 GB = 1e9 B), busbw = algbw * Collective::bus_factor(n).
+// algbw = size / time (GB/s with 1 GB = 1e9 B, size = row_bytes), busbw = algbw *
+// Collective::bus_factor(n). plx_comm_last_algorithm after the timed loop names the algorithm.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,10 @@ class PlexusFailure : public std::runtime_error {
 
 // Throws PlexusFailure if result is not PLX_SUCCESS.
 void check_plexus(plx_result_t result, const char* call);
+
+// The size column and the bytes algbw divides by the time: the larger of the send and receive
+// buffers (nccl-tests' max(sendBytes, recvBytes)).
+size_t row_bytes(const Collective& collective, const CaseParams& p);
 
 // Elements of rank p.rank's receive buffer that differ from Collective::expected: exactly, except
 // avg on float types, which may differ by one unit in the last place (rounding of the division).

@@ -1,9 +1,12 @@
 // bench_harness_test.cpp - the pieces of plexus-bench's harness, without ranks: size parsing,
-// the size sequence, datatype rounding (half, bfloat16, integer wrap), number formatting, the
-// collectives' expected values against closed forms, and the #wrong count.
+// the size sequence, datatype rounding (half, bfloat16, integer wrap), number formatting, every
+// collective's bus factor, nccl-tests' count and size conventions and in-place offsets, the
+// expected values against closed forms, and the #wrong count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "perf/collectives/collectives.h"
@@ -99,6 +102,89 @@ TEST(BenchHarness, BusFactors) {
   EXPECT_DOUBLE_EQ(make_allreduce()->bus_factor(4), 1.5);
   EXPECT_DOUBLE_EQ(make_allreduce()->bus_factor(1), 0.0);
   EXPECT_DOUBLE_EQ(make_broadcast()->bus_factor(7), 1.0);
+  EXPECT_DOUBLE_EQ(make_reduce()->bus_factor(7), 1.0);
+  EXPECT_DOUBLE_EQ(make_sendrecv()->bus_factor(7), 1.0);
+  for (auto make : {make_reduce_scatter, make_allgather, make_alltoall, make_gather,
+                    make_scatter}) {
+    EXPECT_DOUBLE_EQ(make()->bus_factor(4), 0.75) << make()->name();
+    EXPECT_DOUBLE_EQ(make()->bus_factor(1), 0.0) << make()->name();
+  }
+}
+
+// nccl-tests' sizes: a 1200-element message on 4 ranks is count 300 per rank for the per-rank
+// collectives, whose size column is then the larger buffer, 4 * 300 elements.
+TEST(BenchHarness, CountsAndSizesFollowNcclTests) {
+  struct Want {
+    std::unique_ptr<Collective> c;
+    size_t count, send, recv, send_offset, recv_offset;
+  };
+  const int n = 4, r = 3;
+  Want wants[] = {
+      {make_allreduce(), 1203, 1203, 1203, 0, 0},
+      {make_broadcast(), 1203, 1203, 1203, 0, 0},
+      {make_reduce(), 1203, 1203, 1203, 0, 0},
+      {make_sendrecv(), 1203, 1203, 1203, 0, 0},
+      {make_reduce_scatter(), 300, 1200, 300, 0, 900},
+      {make_allgather(), 300, 300, 1200, 900, 0},
+      {make_alltoall(), 300, 1200, 1200, 0, 0},
+      {make_gather(), 300, 300, 1200, 900, 0},
+      {make_scatter(), 300, 1200, 300, 0, 900},
+  };
+  for (const Want& w : wants) {
+    CaseParams p{w.c->count_column(1203, n), PLX_INT32, PLX_SUM, 0, r, n};
+    EXPECT_EQ(p.count, w.count) << w.c->name();
+    EXPECT_EQ(w.c->send_count(p), w.send) << w.c->name();
+    EXPECT_EQ(w.c->recv_count(p), w.recv) << w.c->name();
+    EXPECT_EQ(w.c->in_place_send_offset(p), w.send_offset) << w.c->name();
+    EXPECT_EQ(w.c->in_place_recv_offset(p), w.recv_offset) << w.c->name();
+    EXPECT_EQ(row_bytes(*w.c, p), std::max(w.send, w.recv) * 4) << w.c->name();
+  }
+}
+
+// Inputs (7i + 5r) % 11 on 3 ranks, written out, for the collectives that move data unchanged.
+double v(int rank, size_t i) { return static_cast<double>((7 * i + 5 * rank) % 11); }
+
+TEST(BenchHarness, DataMovementExpectedValuesAreClosedForm) {
+  const int n = 3;
+  for (int r = 0; r < n; ++r) {
+    CaseParams p{10, PLX_FLOAT32, PLX_SUM, 1, r, n};
+    for (size_t j = 0; j < 30; ++j) {
+      EXPECT_EQ(make_allgather()->expected(p, j), v(static_cast<int>(j / 10), j % 10)) << j;
+      EXPECT_EQ(make_gather()->expected(p, j), v(static_cast<int>(j / 10), j % 10)) << j;
+      // Block j/10 of rank r's recv is block r of rank j/10's send.
+      EXPECT_EQ(make_alltoall()->expected(p, j), v(static_cast<int>(j / 10), 10 * r + j % 10))
+          << j;
+    }
+    for (size_t i = 0; i < 10; ++i) {
+      EXPECT_EQ(make_scatter()->expected(p, i), v(1, 10 * r + i)) << i;
+      EXPECT_EQ(make_sendrecv()->expected(p, i), v((r + 2) % 3, i)) << i;
+      EXPECT_EQ(make_allgather()->input(p, r, i), v(r, i)) << i;
+    }
+    // Only the root's scatter input is data; the others hold the sentinel so an in-place
+    // receive that is never written is caught.
+    EXPECT_EQ(make_scatter()->input(p, r, 4), r == 1 ? v(1, 4) : -1.0);
+    EXPECT_EQ(make_gather()->checked_count(p), r == 1 ? 30u : 0u);
+    EXPECT_EQ(make_reduce()->checked_count(p), r == 1 ? 10u : 0u);
+    EXPECT_EQ(make_scatter()->checked_count(p), 10u);
+  }
+}
+
+TEST(BenchHarness, ReduceScatterExpectsTheSumOfItsBlock) {
+  auto rs = make_reduce_scatter();
+  auto reduce = make_reduce();
+  for (int r = 0; r < 3; ++r) {
+    CaseParams p{10, PLX_FLOAT32, PLX_SUM, 0, r, 3};
+    for (size_t i = 0; i < 10; ++i) {
+      const size_t k = 10 * r + i;  // the send index rank r receives at i
+      EXPECT_EQ(rs->expected(p, i), v(0, k) + v(1, k) + v(2, k)) << r << " " << i;
+      EXPECT_EQ(reduce->expected(p, k), v(0, k) + v(1, k) + v(2, k)) << k;
+    }
+    p.op = PLX_MAX;
+    for (size_t i = 0; i < 10; ++i) {
+      const size_t k = 10 * r + i;
+      EXPECT_EQ(rs->expected(p, i), std::max({v(0, k), v(1, k), v(2, k)})) << i;
+    }
+  }
 }
 
 TEST(BenchHarness, AllreduceExpectedValuesAreClosedForm) {

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""make_report.py - turns the raw outputs of perf/compare.sh into one side-by-side table.
+
+    make_report.py --raw DIR --collective allreduce --ranks 2,4 --docs docs
+
+Reads DIR/<library>_n<ranks>_r<round>.txt (plexus-bench or a peer benchmark; the first nine
+columns of their rows are the same: size count type redop root time algbw busbw #wrong; per size
+the fastest round counts), DIR/stream.txt
+(perf/compare/stream_bound.cpp) and DIR/machine.txt, and writes
+  docs/performance-<collective>.md   the tables: busbw per size and library, Plexus / best peer,
+                                     the memory-bandwidth bound, 4 KiB latency, the verdicts
+  docs/performance-<collective>.png  busbw against size, one panel per rank count (gnuplot)
+and replaces the block between the markers "<!-- perf/compare.sh COLLECTIVE: begin/end -->" in
+docs/performance.md with the same tables (appending it when the markers are missing).
+Prints the tables to stdout. Standard library only.
+"""
+import argparse
+import datetime
+import glob
+import os
+import re
+import subprocess
+import sys
+
+LIBRARIES = [("plexus", "Plexus"), ("gloo", "Gloo"), ("openmpi", "Open MPI"), ("mpich", "MPICH")]
+TARGET_RATIO = 1.5
+TARGET_MIN_BYTES = 1 << 20
+TARGET_MAX_BYTES = 64 << 20
+LATENCY_BYTES = 4096
+
+
+def bus_factor(collective, n):
+    """busbw / algbw, as plexus-bench and nccl-tests doc/PERFORMANCE.md."""
+    if collective == "allreduce":
+        return 2.0 * (n - 1) / n
+    if collective in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    return (n - 1) / n
+
+
+def parse_bench(path, factor):
+    """{size: (time_us, busbw, wrong)} of the out-of-place columns, the description, a note.
+    busbw is recomputed from the size and the time (printed with more digits than busbw)."""
+    rows, description, note = {}, "", ""
+    if not os.path.exists(path):
+        return rows, description, "not run"
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = re.sub(r"^\[\d+\] ", "", line.rstrip("\n"))
+            if line.startswith("# peer "):
+                description = line[len("# peer "):]
+            elif line.startswith("# plexus-bench version"):
+                description = line[2:]
+            elif line.startswith("#  Rank  0 ") and "device cpu" in line:
+                description += ", transport " + line.split("]")[-1].strip()
+            elif "not supported" in line:
+                note = "not supported"
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split()
+            if len(fields) < 9 or not fields[0].isdigit():
+                continue
+            try:
+                size, time_us = int(fields[0]), float(fields[5])
+                busbw = size / (time_us * 1e3) * factor if time_us > 0 else float(fields[7])
+                rows[size] = (time_us, busbw, fields[8])
+            except ValueError:
+                continue
+    status_path = path + ".status"
+    if os.path.exists(status_path):
+        status = open(status_path).read().strip()
+        if status not in ("0", "") and not note:
+            note = "timed out" if status in ("124", "137") else f"exit {status}"
+    return rows, description, note
+
+
+def parse_rounds(raw, key, n, factor):
+    """parse_bench over every round of one library and rank count (KEY_nN_rK.txt): per size the
+    fastest round's time (best-of-rounds, as STREAM reports its best pass), and a #wrong that is
+    not 0 if any round's is not."""
+    paths = sorted(glob.glob(os.path.join(raw, f"{key}_n{n}_r*.txt")))
+    if not paths:
+        return parse_bench(os.path.join(raw, f"{key}_n{n}.txt"), factor)
+    best, description, note = {}, "", ""
+    for path in paths:
+        rows, desc, why = parse_bench(path, factor)
+        description, note = description or desc, note or why
+        for size, (time_us, busbw, wrong) in rows.items():
+            if size not in best:
+                best[size] = (time_us, busbw, wrong)
+                continue
+            keep = best[size] if best[size][0] <= time_us else (time_us, busbw, best[size][2])
+            bad = wrong if wrong not in ("0", "N/A") else keep[2]
+            best[size] = (keep[0], keep[1], bad)
+    return best, description, note
+
+
+def parse_stream(path):
+    """{threads: (copy_GBs, triad_GBs)}."""
+    out = {}
+    if os.path.exists(path):
+        for line in open(path):
+            fields = line.split()
+            if len(fields) == 3 and fields[0].isdigit():
+                out[int(fields[0])] = (float(fields[1]), float(fields[2]))
+    return out
+
+
+def human(size):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def fmt(value, digits=2):
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_ratio(value):
+    if value is None:
+        return "—"
+    return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
+
+
+def fmt_bw(value):
+    """GB/s with 3 significant digits, so slow rows do not print as 0.00."""
+    if value is None:
+        return "—"
+    return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
+
+
+def copy_threads(stream, n):
+    """The stream measurement for n ranks: n threads, or the most measured below that."""
+    usable = [t for t in stream if t <= n]
+    return max(usable) if usable else None
+
+
+def build_tables(args, data, stream, machine):
+    lines, verdicts, summary = [], [], []
+    for n in args.ranks:
+        libs = data[n]
+        t = copy_threads(stream, n)
+        bound = stream[t][0] / (2 * n) if t else None
+        lines.append(f"#### {args.collective}, {n} ranks on one host: busbw (GB/s, out of place)\n")
+        head = ["size"] + [name for _, name in LIBRARIES] + ["best peer", "Plexus / best peer",
+                                                             "single-copy bound"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "|".join(["---:"] * len(head)) + "|")
+        sizes = sorted(set().union(*[set(rows) for rows, _, _ in libs.values()]))
+        met = checked = 0
+        for size in sizes:
+            cells = [human(size)]
+            peer_best = None
+            for key, _ in LIBRARIES:
+                rows = libs[key][0]
+                if size not in rows:
+                    cells.append(libs[key][2] or "—")
+                    continue
+                _, busbw, wrong = rows[size]
+                cell = fmt_bw(busbw)
+                if wrong not in ("0", "N/A"):
+                    cell += f" (#wrong {wrong})"
+                cells.append(cell)
+                if key != "plexus" and wrong in ("0", "N/A"):
+                    peer_best = max(peer_best or 0.0, busbw)
+            plexus = libs["plexus"][0].get(size)
+            ratio = plexus[1] / peer_best if plexus and peer_best else None
+            cells += [fmt_bw(peer_best), fmt_ratio(ratio), fmt_bw(bound)]
+            lines.append("| " + " | ".join(cells) + " |")
+            if TARGET_MIN_BYTES <= size <= TARGET_MAX_BYTES and ratio is not None:
+                checked += 1
+                met += ratio >= TARGET_RATIO
+        lines.append("")
+        verdicts.append((n, met, checked))
+        summary.append(n)
+    # 4 KiB latency.
+    lines.append(f"#### {args.collective}: time of one {human(LATENCY_BYTES)} operation (µs, "
+                 "out of place, lower is better)\n")
+    head = ["ranks"] + [name for _, name in LIBRARIES] + ["best peer", "Plexus no worse?"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---:"] * len(head)) + "|")
+    latency_verdicts = []
+    for n in args.ranks:
+        libs = data[n]
+        cells, best = [str(n)], None
+        for key, _ in LIBRARIES:
+            row = libs[key][0].get(LATENCY_BYTES)
+            cells.append(fmt(row[0]) if row else (libs[key][2] or "—"))
+            if row and key != "plexus":
+                best = row[0] if best is None else min(best, row[0])
+        plexus = libs["plexus"][0].get(LATENCY_BYTES)
+        ok = plexus is not None and best is not None and plexus[0] <= best
+        latency_verdicts.append((n, ok, plexus[0] if plexus else None, best))
+        cells += [fmt(best), "yes" if ok else "no"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    # Verdicts.
+    lines.append("#### Against the targets\n")
+    for n, met, checked in verdicts:
+        verdict = "not measured" if not checked else "met" if met == checked else "not met"
+        lines.append(f"- busbw ≥ {TARGET_RATIO}x the best peer from {human(TARGET_MIN_BYTES)} to "
+                     f"{human(TARGET_MAX_BYTES)}, {n} ranks: **{verdict}** "
+                     f"({met} of {checked} measured sizes).")
+    for n, ok, mine, best in latency_verdicts:
+        verdict = "not measured" if mine is None or best is None else "met" if ok else "not met"
+        lines.append(f"- {human(LATENCY_BYTES)} latency no worse than the best peer's, {n} ranks: "
+                     f"**{verdict}** (Plexus {fmt(mine)} µs, best peer {fmt(best)} µs).")
+    lines.append("")
+    return lines
+
+
+def write_plot(args, data, stream, png, raw):
+    """busbw against size, one panel per rank count; returns an error text or ''."""
+    script = [f"set terminal pngcairo size {560 * len(args.ranks)},520 font ',10'",
+              f"set output '{png}'",
+              f"set multiplot layout 1,{len(args.ranks)} title "
+              f"'{args.collective} busbw (out of place) vs message size'",
+              "set logscale x 2", "set logscale y 10", "set grid", "set format y '%g'",
+              "set xlabel 'message size'", "set ylabel 'busbw (GB/s)'",
+              "set key below"]
+    sizes = sorted({s for n in args.ranks for rows, _, _ in data[n].values() for s in rows})
+    tics = ", ".join(f"'{human(s).replace(' ', '')}' {s}" for s in sizes)
+    if tics:
+        script.append(f"set xtics ({tics})")
+        script.append(f"set xrange [{sizes[0] / 1.4}:{sizes[-1] * 1.4}]")
+    for n in args.ranks:
+        plots = []
+        for key, name in LIBRARIES:
+            rows = data[n][key][0]
+            points = [(s, v[1]) for s, v in sorted(rows.items()) if v[1] > 0]
+            if not points:
+                continue
+            path = os.path.join(raw, f"plot_{key}_n{n}.dat")
+            with open(path, "w") as f:
+                f.writelines(f"{s} {b}\n" for s, b in points)
+            plots.append(f"'{path}' using 1:2 with linespoints title '{name}'")
+        t = copy_threads(stream, n)
+        if t:
+            plots.append(f"{stream[t][0] / (2 * n)} with lines dashtype 2 lc 'black' "
+                         "title 'single-copy memory bound'")
+        script.append(f"set title '{n} ranks'")
+        script.append("plot " + ", ".join(plots) if plots else "plot 0 notitle")
+    script.append("unset multiplot")
+    try:
+        subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True, check=True,
+                       timeout=60, capture_output=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"no plot: gnuplot failed ({e})"
+    return ""
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--raw", required=True)
+    p.add_argument("--collective", default="allreduce")
+    p.add_argument("--ranks", default="2,4")
+    p.add_argument("--docs", required=True)
+    args = p.parse_args()
+    args.ranks = [int(n) for n in args.ranks.split(",") if n]
+
+    data = {n: {key: parse_rounds(args.raw, key, n, bus_factor(args.collective, n))
+                for key, _ in LIBRARIES} for n in args.ranks}
+    stream = parse_stream(os.path.join(args.raw, "stream.txt"))
+    machine = open(os.path.join(args.raw, "machine.txt")).read().strip() \
+        if os.path.exists(os.path.join(args.raw, "machine.txt")) else ""
+    run_line = open(os.path.join(args.raw, "command.txt")).read().strip() \
+        if os.path.exists(os.path.join(args.raw, "command.txt")) else "perf/compare.sh"
+
+    base = f"performance-{args.collective}"
+    png = os.path.join(args.docs, base + ".png")
+    plot_error = write_plot(args, data, stream, os.path.abspath(png), args.raw)
+
+    today = datetime.date.today().isoformat()
+    block = [f"Measured {today} with `{run_line}`.\n", "Machine:\n", "```", machine, "```\n",
+             "Libraries (as each benchmark names itself):\n"]
+    n0 = args.ranks[0]
+    for key, name in LIBRARIES:
+        desc = data[n0][key][1] or data[n0][key][2] or "not run"
+        block.append(f"- {name}: {desc}")
+    block.append("")
+    if stream:
+        block.append("Memory bandwidth (perf/compare/stream_bound.cpp, STREAM counting, GB/s):\n")
+        block.append("| threads | copy | triad | single-copy busbw bound for that many ranks |")
+        block.append("|---:|---:|---:|---:|")
+        for t, (copy, triad) in sorted(stream.items()):
+            block.append(f"| {t} | {copy:.2f} | {triad:.2f} | {copy / (2 * t):.2f} |")
+        block.append("")
+    block += build_tables(args, data, stream, machine)
+    if plot_error:
+        block.append(f"({plot_error})\n")
+    else:
+        block.append(f"![{args.collective} busbw against size]({base}.png)\n")
+    text = "\n".join(block)
+
+    with open(os.path.join(args.docs, base + ".md"), "w") as f:
+        f.write(f"# {args.collective}: Plexus beside Gloo, Open MPI and MPICH\n\n"
+                "Written by `perf/compare.sh`; the method is in "
+                "[performance.md](performance.md).\n\n" + text)
+    perf_md = os.path.join(args.docs, "performance.md")
+    if os.path.exists(perf_md):
+        old = open(perf_md).read()
+        begin = f"<!-- perf/compare.sh {args.collective}: begin -->"
+        end = f"<!-- perf/compare.sh {args.collective}: end -->"
+        new_block = f"{begin}\n{text}{end}"
+        if begin in old and end in old:
+            head, rest = old.split(begin, 1)
+            updated = head + new_block + rest.split(end, 1)[1]
+        else:
+            updated = old.rstrip("\n") + "\n\n" + new_block + "\n"
+        with open(perf_md, "w") as f:
+            f.write(updated)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
