@@ -10,7 +10,7 @@
 // (peer, tag) pair unique within the call. Arguments were validated by the C ABI layer
 // (comm/core/c_api.cpp): buffers are non-null where the collective reads or writes them with
 // count > 0, datatype/op/root are in range, counts fit. Counts are ELEMENTS, as in NCCL.
-// An algorithm is called only when count > 0 (or, for alltoallv, when some count is > 0) and
+// An algorithm is called only when count > 0 (alltoallv and barrier: always) and
 // n >= 1; with n == 1 it must still copy sendbuf to recvbuf when they differ.
 //
 // Ops: args.op is one of PLX_SUM, PLX_PROD, PLX_MIN, PLX_MAX, PLX_AVG. PLX_AVG reduces as a sum

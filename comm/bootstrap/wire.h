@@ -4,7 +4,8 @@
 // Life of a connection:
 //
 //   rank -> root   HELLO {version, nonce, rank, nranks}
-//   rank -> root   CONTRIBUTE {round, bytes}        round 0: host id; round 1: provider + address
+//   rank -> root   CONTRIBUTE {round, bytes}        round 0: host id; round 1: provider + address;
+//                                                   round 2: ready (cost model shared)
 //   root -> rank   TABLE {round, n x bytes}         once all n ranks contributed to the round
 //   ...            (connection stays open: the liveness channel)
 //   root -> rank   LOST {rank, reason}              a peer's connection dropped without GOODBYE

@@ -52,7 +52,8 @@ constexpr ConfigVariable kVariables[] = {
    "Bound in milliseconds on the rendezvous, on any single wait without progress, and on the "
    "shutdown handshake of plx_comm_destroy."},
   {"PLEXUS_CHUNK_BYTES", ConfigType::Bytes, "1M",
-   "Pipelining slice of the collective algorithms (ring allreduce, chain broadcast)."},
+   "Pipelining slice of the collective algorithms: the largest message the ring, chain, tree and "
+   "halving/doubling algorithms cut a buffer into."},
   {"PLEXUS_DEBUG", ConfigType::LogLevel, "WARN",
    "Log level on stderr: WARN, INFO (decisions and errors) or TRACE (every message)."},
   {"PLEXUS_HOST_ID", ConfigType::String, "",

@@ -23,7 +23,7 @@ struct Signature {
   uint8_t collective = 0;
   uint8_t datatype = 0;
   uint8_t op = 0;
-  uint8_t algorithm = 0;  // index of the chosen algorithm within its collective
+  uint8_t algorithm = 0;  // the chosen AlgorithmId (comm/tuning/algorithm_id.h)
   int32_t root = 0;
   uint64_t count = 0;
   uint64_t premul_scalar = 0;  // bits of the scalar, 0 when not a pre-multiplied sum

@@ -6,9 +6,10 @@
 // Matching: a receive posted for (peer, tag) matches exactly one send from `peer` with the same
 // `tag` on the same transport object (each communicator owns its own transport, so tags never
 // cross communicators). Messages of one (peer, tag) pair must be unique; algorithms guarantee it
-// by building tags as tag_base | index, where tag_base is unique per collective call and the low
-// 32 bits are free for the algorithm. Bits 56..63 belong to the transport (the libfabric one
-// numbers the parts of a message it must split there), so tag_base stays below 2^56.
+// by building tags as tag_base | index, where tag_base is unique per collective call and the
+// index (bits 0..23) is the algorithm's; comm/transport/tag.h has the whole layout. Bits 45..63
+// belong to the transport (libfabric numbers the parts of a split message in 56..63; UCX puts the
+// sender's rank in 45..63).
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 // message that pays alpha (E. Chan, M. Heimlich, A. Purkayastha and R. van de Geijn, "Collective
 // communication: theory, practice, and experience", CCPE 19(13), 2007, for pipelining).
 // Each formula, with its source and its extra steps for ranks that are not a power of two, is in
-// cost_model.cpp. Local copies (Bruck's rotations, staging) are not modelled.
+// cost_model.cpp. Bruck's rotation and packing copies are charged gamma per byte; other staging copies are not modelled.
 //
 // `bytes` is the size the collective's count defines, count * element bytes (algorithms.h):
 //   allreduce, reduce, broadcast   the whole vector, m

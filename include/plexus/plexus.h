@@ -19,7 +19,7 @@
  *    on different communicators run concurrently.
  *  - All ranks of a communicator must call the same collectives in the same order with the same
  *    count, datatype, op and root. Each collective first compares a small signature of its
- *    arguments across the ranks (ceil(log2 n) rounds of 64-byte messages, switched off with
+ *    arguments across the ranks (ceil(log2 n) rounds of 72-byte messages, switched off with
  *    PLEXUS_CHECK_ARGS=0); a difference returns PLX_ERROR_MISMATCH on every rank.
  *  - Counts of 0 are allowed everywhere and move no data (the signature is still compared).
  *  - Thread safety: distinct communicators may be used from distinct threads concurrently. One
