@@ -2,10 +2,11 @@
 //
 // The MPICH algorithm (R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective
 // communication operations in MPICH", IJHPCA 19(1), 2005), with NCCL-style slicing for large
-// messages. Ranks are renumbered relative to the root, v = (rank - root) mod n, so the root is
-// v = 0. In round j, every v whose lowest set bit is 2^j sends its partial to v - 2^j, which
-// combines it into its own: v receives from v + 2^i for every 2^i below its lowest set bit (the
-// root: below n), in increasing order, then sends to v minus its lowest set bit. n = 7:
+// messages, on binomial_tree.h's tree. Ranks are renumbered relative to the root,
+// v = (rank - root) mod n, so the root is v = 0. In round j, every v whose lowest set bit is 2^j
+// sends its partial to v - 2^j, which combines it into its own: v receives from v + 2^i for every
+// 2^i below its lowest set bit (the root: below n), in increasing order, then sends to v minus its
+// lowest set bit. n = 7:
 //
 //                 0
 //         +-------+---+---+
@@ -24,11 +25,12 @@
 // Bytes on the wire: every non-root rank sends count * elem_bytes once; a rank receives that
 // much from each child (the root from ceil(log2 n) children). Latency: ceil(log2 n) message
 // steps plus one step per further slice.
-#include <cstring>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/binomial_tree.h"
 #include "comm/algorithms/tree_pipeline.h"
+#include "comm/algorithms/trivial_reduction.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
@@ -36,29 +38,17 @@ namespace plexus::comm {
 plx_result_t binomial_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args) {
   const int n = transport.size();
   const int r = transport.rank();
-  const int root = args.root;
-  const size_t elem = datatype_bytes(args.datatype);
-  if (args.count == 0) return PLX_SUCCESS;
-  if (n == 1) {  // the sum of one contribution; AVG divides by 1
-    if (args.sendbuf != args.recvbuf) std::memcpy(args.recvbuf, args.sendbuf, args.count * elem);
-    return PLX_SUCCESS;
-  }
+  if (reduce_trivially(args, n)) return PLX_SUCCESS;
 
-  // The parent of relative rank v is v with its lowest set bit cleared.
+  // binomial_tree.h's tree, drawn as the parent of every rank.
   std::vector<int> parent(n);
   for (int x = 0; x < n; ++x) {
-    const int v = (x - root + n) % n;
-    parent[x] = v == 0 ? -1 : ((v & (v - 1)) + root) % n;
+    const BinomialTree tree(n, args.root, x);
+    parent[x] = tree.v == 0 ? -1 : tree.parent();
   }
   const std::vector<TreeRole> trees = {tree_role(parent, r, 0, args.count)};
-  TreeBuffers io;
-  io.in = args.sendbuf;
-  io.out = r == root ? args.recvbuf : nullptr;  // elsewhere recvbuf is unused, maybe NULL
-  io.datatype = args.datatype;
-  io.op = args.op;
-  io.chunk_bytes = args.chunk_bytes;
-  io.broadcast = false;
-  return tree_reduce_broadcast(transport, tag_base, trees, io);
+  void* out = r == args.root ? args.recvbuf : nullptr;  // elsewhere recvbuf is unused, maybe NULL
+  return tree_reduce_broadcast(transport, tag_base, trees, tree_buffers(args, out, false));
 }
 
 }  // namespace plexus::comm

@@ -2,10 +2,11 @@
 //
 // The binomial scatter of MPICH (R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of
 // collective communication operations in MPICH", IJHPCA 19(1), 2005): binomial_gather run
-// backwards. Ranks are renumbered relative to the root, v = (rank - root) mod n. Rank v, whose
-// lowest set bit is `mask`, receives the blocks of its subtree v .. min(v + mask, n) - 1, in
-// relative order, from its parent v - mask; it keeps the first and sends each child
-// c = v + 2^j (2^j < mask, largest first) the min(2^j, n - c) blocks of c's subtree. n = 7:
+// backwards, on binomial_tree.h's tree. Ranks are renumbered relative to the root, v = (rank -
+// root) mod n. Rank v, whose lowest set bit is `mask`, receives the blocks of its subtree v ..
+// min(v + mask, n) - 1, in relative order, from its parent v - mask; it keeps the first and sends
+// each child c = v + 2^j (2^j < mask, largest first) the min(2^j, n - c) blocks of c's subtree. n =
+// 7:
 //
 //                 0                     round 0: 0->4 {4,5,6}
 //         +-------+---+---+             round 1: 0->2 {2,3}            4->6 {6}
@@ -27,6 +28,7 @@
 #include <cstring>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/binomial_tree.h"
 #include "comm/algorithms/pipeline.h"
 #include "comm/algorithms/staging_buffer.h"
 #include "comm/core/error.h"
@@ -35,35 +37,23 @@
 namespace plexus::comm {
 
 plx_result_t binomial_scatter(Transport& transport, uint64_t tag_base, const CollArgs& args) {
-  const size_t n = static_cast<size_t>(transport.size());
-  const size_t root = static_cast<size_t>(args.root);
-  const size_t v = (static_cast<size_t>(transport.rank()) + n - root) % n;
+  const BinomialTree tree(transport.size(), args.root, transport.rank());
+  const size_t n = tree.n, root = tree.root, v = tree.v;
   const size_t block = args.count * datatype_bytes(args.datatype);
   if (block == 0) return PLX_SUCCESS;
-  const auto real = [&](size_t u) { return static_cast<int>((u + root) % n); };
-  // The lowest set bit of v (its parent is v - mask), or the first power of two >= n at the root.
-  size_t mask = 1;
-  while (v != 0 ? !(v & mask) : mask < n) mask <<= 1;
-  const size_t span = std::min(mask, n - v);  // blocks in v's subtree
-  const auto child_span = [&](size_t c) { return std::min(c - v, n - c); };
-  size_t children = 0;
-  for (size_t bit = 1; bit < mask; bit <<= 1) children += v + bit < n ? 1 : 0;
   auto* out = static_cast<unsigned char*>(args.recvbuf);
 
-  if (v != 0 && children == 0) {        // a leaf receives its block where it belongs
-    Pipeline pipe(transport, 1, 1, 0);  // owns the request, even on failure
-    PLX_CHECK(pipe.post_recv(real(v - mask), tag_base, out, block));
-    return pipe.finish();
-  }
+  // A leaf receives its block where it belongs.
+  if (tree.leaf()) return recv_one(transport, tree.parent(), tag_base, out, block);
   if (v != 0) {  // interior: the subtree from the parent, keep block 0, pass the rest down
-    StagingBuffer tmp(span * block);
-    Pipeline pipe(transport, children, 1, 0);
-    PLX_CHECK(pipe.post_recv(real(v - mask), tag_base, tmp.data(), span * block));
+    StagingBuffer tmp(tree.extent(v) * block);
+    Pipeline pipe(transport, tree.children(), 1, 0);
+    PLX_CHECK(pipe.post_recv(tree.parent(), tag_base, tmp.data(), tree.extent(v) * block));
     PLX_CHECK(pipe.wait_recv());
-    for (size_t bit = mask >> 1; bit > 0; bit >>= 1) {
+    for (size_t bit = tree.mask() >> 1; bit > 0; bit >>= 1) {
       if (v + bit >= n) continue;
-      PLX_CHECK(pipe.send(real(v + bit), tag_base, tmp.data() + bit * block,
-                          child_span(v + bit) * block));
+      PLX_CHECK(pipe.send(tree.real(v + bit), tag_base, tmp.data() + bit * block,
+                          tree.extent(v + bit) * block));
     }
     std::memcpy(out, tmp.data(), block);
     return tmp.settle(pipe.finish());
@@ -71,19 +61,17 @@ plx_result_t binomial_scatter(Transport& transport, uint64_t tag_base, const Col
 
   // The root: child c's subtree is real blocks (root + c) mod n onwards; at most one wraps.
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
-  const auto wraps = [&](size_t c) { return root + c < n && root + c + child_span(c) > n; };
-  size_t wrap_child = 0;  // none
-  for (size_t bit = 1; bit < n; bit <<= 1) wrap_child = wraps(bit) ? bit : wrap_child;
-  StagingBuffer wrap(wrap_child != 0 ? child_span(wrap_child) * block : 0);
+  const size_t wrap_child = tree.wrapping_child();
+  StagingBuffer wrap(wrap_child != 0 ? tree.extent(wrap_child) * block : 0);
   if (wrap_child != 0) {  // rotate: the blocks up to real n-1, then from real 0
-    const size_t head = n - (root + wrap_child);
+    const size_t head = tree.wrap_head(wrap_child);
     std::memcpy(wrap.data(), in + (root + wrap_child) * block, head * block);
-    std::memcpy(wrap.data() + head * block, in, (child_span(wrap_child) - head) * block);
+    std::memcpy(wrap.data() + head * block, in, (tree.extent(wrap_child) - head) * block);
   }
-  Pipeline pipe(transport, std::max<size_t>(children, 1), 1, 0);
-  for (size_t bit = mask >> 1; bit > 0; bit >>= 1) {  // every bit < n: mask/2 < n
+  Pipeline pipe(transport, std::max<size_t>(tree.children(), 1), 1, 0);
+  for (size_t bit = tree.mask() >> 1; bit > 0; bit >>= 1) {  // every bit < n: mask/2 < n
     const unsigned char* src = bit == wrap_child ? wrap.data() : in + (root + bit) % n * block;
-    PLX_CHECK(pipe.send(real(bit), tag_base, src, child_span(bit) * block));
+    PLX_CHECK(pipe.send(tree.real(bit), tag_base, src, tree.extent(bit) * block));
   }
   const unsigned char* own = in + root * block;
   if (out != own) std::memcpy(out, own, block);

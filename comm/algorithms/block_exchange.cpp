@@ -1,12 +1,12 @@
 // block_exchange.cpp - see block_exchange.h.
 #include "comm/algorithms/block_exchange.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "comm/algorithms/pipeline.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
-#include "comm/transport/tag.h"
 
 namespace plexus::comm {
 namespace {
@@ -20,14 +20,6 @@ bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 }
 
 }  // namespace
-
-size_t exchange_slice_elems(size_t chunk_bytes, size_t elem_bytes, size_t max_phase_elems,
-                            size_t phases) {
-  size_t slice = std::max<size_t>(1, chunk_bytes / std::max<size_t>(1, elem_bytes));
-  const size_t max_slices = kTagIndexLimit / std::max<size_t>(1, phases);
-  slice = std::max(slice, slices_of(max_phase_elems, max_slices));
-  return std::max<size_t>(1, std::min(slice, max_phase_elems));  // no slot beyond a message
-}
 
 plx_result_t exchange(Transport& transport, const ExchangeStep& step, const ExchangeFormat& fmt) {
   const size_t elem = datatype_bytes(fmt.datatype);
@@ -47,47 +39,64 @@ plx_result_t exchange(Transport& transport, const ExchangeStep& step, const Exch
   const auto slice_count = [&](size_t k, size_t total) {
     return std::min(slice, total - k * slice);
   };
-  const auto post_recv = [&](size_t k) -> plx_result_t {
-    if (k >= recvs) return PLX_SUCCESS;
+  const auto post_recv = [&](size_t k) {
     void* into = combine ? static_cast<void*>(pipe.staging(k)) : dst + k * slice * elem;
     return pipe.post_recv(step.peer, step.first_tag + k, into,
                           slice_count(k, step.recv_count) * elem);
   };
-  // Posts every send numbered <= last (waiting for window room if needed), then later ones while
-  // the window has room.
-  size_t posted = 0;
-  const auto post_sends = [&](size_t last) -> plx_result_t {
-    while (posted < sends) {
-      if (posted > last) {
-        bool room = false;
-        PLX_CHECK(pipe.send_has_room(&room));
-        if (!room) break;
-      }
-      PLX_CHECK(pipe.send(step.peer, step.first_tag + posted, src + posted * slice * elem,
-                          slice_count(posted, step.send_count) * elem));
-      ++posted;
+  const auto send = [&](size_t k) {
+    return pipe.send(step.peer, step.first_tag + k, src + k * slice * elem,
+                     slice_count(k, step.send_count) * elem);
+  };
+  const auto use = [&](size_t k) -> plx_result_t {
+    if (!combine) return PLX_SUCCESS;
+    if (aliased && k + 1 >= sends) PLX_CHECK(pipe.finish());  // the last send, slice k
+    const size_t off = k * slice * elem, len = slice_count(k, step.recv_count);
+    const unsigned char* got = pipe.staging(k);
+    if (step.mine_first) {
+      reduce_copy(dst + off, mine + off, got, len, fmt.datatype, fmt.op);
+    } else {
+      reduce_copy(dst + off, got, mine + off, len, fmt.datatype, fmt.op);
     }
     return PLX_SUCCESS;
   };
+  // Aliased, send k+1 goes before the wait for slice k: it retires send k (see above).
+  return pipe.run({.recvs = recvs,
+                   .sends = sends,
+                   .recv_ahead = kRecvDepth,
+                   .post_recv = post_recv,
+                   .post_send = send,
+                   .number = [&](size_t k) { return aliased ? k + 1 : k; },
+                   .use = use});
+}
 
-  for (size_t k = 0; k < std::min(kRecvDepth, recvs); ++k) PLX_CHECK(post_recv(k));
-  for (size_t k = 0; k < recvs; ++k) {
-    PLX_CHECK(post_sends(aliased ? k + 1 : k));
-    PLX_CHECK(pipe.wait_recv());
-    if (combine) {
-      if (aliased && k + 1 >= sends) PLX_CHECK(pipe.finish());  // the last send, slice k
-      const size_t off = k * slice * elem, len = slice_count(k, step.recv_count);
-      const unsigned char* got = pipe.staging(k);
-      if (step.mine_first) {
-        reduce_copy(dst + off, mine + off, got, len, fmt.datatype, fmt.op);
-      } else {
-        reduce_copy(dst + off, got, mine + off, len, fmt.datatype, fmt.op);
-      }
-    }
-    PLX_CHECK(post_recv(k + kRecvDepth));
-  }
-  PLX_CHECK(post_sends(sends));
-  return pipe.finish();
+plx_result_t AllreduceFold::sit_out(const void* in, void* out) const {
+  const int partner = fold.partner(transport.rank());
+  PLX_CHECK(exchange(
+      transport, {.peer = partner, .first_tag = fold_tag, .send = in, .send_count = count}, fmt));
+  return exchange(
+      transport, {.peer = partner, .first_tag = unfold_tag, .recv = out, .recv_count = count}, fmt);
+}
+
+plx_result_t AllreduceFold::absorb(const void* in, void* out) const {
+  const int r = transport.rank(), partner = fold.partner(r);
+  return exchange(transport,
+                  {.peer = partner,
+                   .first_tag = fold_tag,
+                   .recv = out,
+                   .recv_count = count,
+                   .mine = in,
+                   .mine_first = r < partner},
+                  fmt);
+}
+
+plx_result_t AllreduceFold::hand_back(const void* out) const {
+  return exchange(transport,
+                  {.peer = fold.partner(transport.rank()),
+                   .first_tag = unfold_tag,
+                   .send = out,
+                   .send_count = count},
+                  fmt);
 }
 
 }  // namespace plexus::comm

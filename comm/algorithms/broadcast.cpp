@@ -2,11 +2,11 @@
 //
 // Ranks are renumbered relative to the root, v = (rank - root) mod n, so the root is v = 0.
 //
-// Small messages (count * elem_bytes < chunk_bytes): binomial tree, ceil(log2 n) rounds
-// (the MPICH algorithm; R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective
-// communication operations in MPICH", IJHPCA 19(1), 2005). In round j, every rank that already
-// has the data sends it to v + 2^j. A rank receives once, from v minus its lowest set bit, then
-// sends to v + 2^j for every 2^j below that bit. n = 7:
+// Small messages (count * elem_bytes < chunk_bytes): binomial tree (binomial_tree.h),
+// ceil(log2 n) rounds (the MPICH algorithm; R. Thakur, R. Rabenseifner and W. Gropp, "Optimization
+// of collective communication operations in MPICH", IJHPCA 19(1), 2005). In round j, every rank
+// that already has the data sends it to v + 2^j. A rank receives once, from v minus its lowest set
+// bit, then sends to v + 2^j for every 2^j below that bit. n = 7:
 //
 //                 0
 //         +-------+---+---+
@@ -22,16 +22,17 @@
 //   v0 --s0 s1 s2--> v1 --s0 s1 s2--> v2 --> ... --> v(n-1)
 //
 //   Each non-root rank receives slice k into recvbuf (kRecvDepth receives posted ahead) and
-//   forwards it while slice k+1 arrives: recv_copy_send, and recv on the last rank. Time ~
+//   forwards it while slice k+1 arrives: recv_copy_send, and recv on the last rank
+//   (Pipeline::run() in pipeline.h, send k ready once receive k is in). Time ~
 //   (n - 2 + slices) slice-times; every rank but the last sends count * elem_bytes once.
 //
 // Tags: tree message tag_base | 0 (one per receiver); chain slice k is tag_base | k.
 // In place on the root when sendbuf == recvbuf; otherwise the root copies sendbuf into recvbuf.
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/binomial_tree.h"
 #include "comm/algorithms/pipeline.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
@@ -44,24 +45,17 @@ constexpr size_t kRecvDepth = 4;
 
 plx_result_t binomial_tree(Transport& transport, uint64_t tag_base, const void* src, void* dst,
                            size_t bytes, int root) {
-  const int n = transport.size();
-  const int v = (transport.rank() - root + n) % n;
-  const auto real = [&](int vr) { return (vr + root) % n; };
-  // The lowest set bit of v (its parent is v - mask), or the first power of two >= n at the root.
-  int mask = 1;
-  while (v != 0 ? !(v & mask) : mask < n) mask <<= 1;
-  int children = 0;
-  for (int bit = mask >> 1; bit > 0; bit >>= 1) children += v + bit < n ? 1 : 0;
-  Pipeline pipe(transport, children, 1, 0);  // owns the requests, even on failure
+  const BinomialTree tree(transport.size(), root, transport.rank());
+  Pipeline pipe(transport, tree.children(), 1, 0);  // owns the requests, even on failure
   // recv from the parent
-  if (v != 0) {
-    PLX_CHECK(pipe.post_recv(real(v - mask), tag_base, dst, bytes));
+  if (tree.v != 0) {
+    PLX_CHECK(pipe.post_recv(tree.parent(), tag_base, dst, bytes));
     PLX_CHECK(pipe.wait_recv());
     src = dst;
   }
   // send to the children v + 2^j for 2^j < mask, largest subtree first
-  for (int bit = mask >> 1; bit > 0; bit >>= 1) {
-    if (v + bit < n) PLX_CHECK(pipe.send(real(v + bit), tag_base, src, bytes));
+  for (size_t bit = tree.mask() >> 1; bit > 0; bit >>= 1) {
+    if (tree.v + bit < tree.n) PLX_CHECK(pipe.send(tree.real(tree.v + bit), tag_base, src, bytes));
   }
   return pipe.finish();
 }
@@ -78,32 +72,23 @@ plx_result_t chain(Transport& transport, uint64_t tag_base, const void* src, voi
   const auto slice_len = [&](size_t k) { return std::min(slice_bytes, bytes - k * slice_bytes); };
   Pipeline pipe(transport, kSendDepth, kRecvDepth, 0);
   auto* out = static_cast<unsigned char*>(dst);
+  // The root sends from src; every other rank forwards from recvbuf what it received there.
+  const auto* from = v == 0 ? static_cast<const unsigned char*>(src) : out;
 
-  const auto send = [&](size_t k, const unsigned char* base) {
-    return pipe.send(next, tag_base | k, base + k * slice_bytes, slice_len(k));
-  };
-  const auto post_recv = [&](size_t k) -> plx_result_t {
-    if (k >= slices) return PLX_SUCCESS;
-    return pipe.post_recv(prev, tag_base | k, out + k * slice_bytes, slice_len(k));
-  };
-  const auto recv = [&](size_t k) -> plx_result_t {
-    PLX_CHECK(pipe.wait_recv());
-    return post_recv(k + kRecvDepth);
-  };
-  const auto recv_copy_send = [&](size_t k) -> plx_result_t {
-    PLX_CHECK(recv(k));
-    return send(k, out);  // slice k now sits in recvbuf
-  };
-
-  if (v == 0) {
-    for (size_t k = 0; k < slices; ++k) PLX_CHECK(send(k, static_cast<const unsigned char*>(src)));
-  } else {
-    for (size_t k = 0; k < std::min(kRecvDepth, slices); ++k) PLX_CHECK(post_recv(k));
-    for (size_t k = 0; k < slices; ++k) {
-      PLX_CHECK(v == n - 1 ? recv(k) : recv_copy_send(k));
-    }
-  }
-  return pipe.finish();
+  // The root: send, slice by slice. The others: recv_copy_send, and recv on the last rank.
+  return pipe.run({.recvs = v == 0 ? 0 : slices,
+                   .sends = v == n - 1 ? 0 : slices,
+                   .recv_ahead = kRecvDepth,
+                   .post_recv =
+                       [&](size_t k) {
+                         return pipe.post_recv(prev, tag_base | k, out + k * slice_bytes,
+                                               slice_len(k));
+                       },
+                   .post_send =
+                       [&](size_t k) {
+                         return pipe.send(next, tag_base | k, from + k * slice_bytes, slice_len(k));
+                       },
+                   .ready = [&](size_t k, size_t used) { return v == 0 || k < used; }});
 }
 
 }  // namespace

@@ -38,11 +38,11 @@
 // one tree and interior in the other thus sends and receives 2 * count * elem_bytes in all, with
 // up to 4 peers (the ring moves 2(n-1)/n * count * elem_bytes, but over 2(n-1) steps); the
 // latency is about 2 log2(n) slice steps plus the number of slices per half.
-#include <cstring>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/tree_pipeline.h"
+#include "comm/algorithms/trivial_reduction.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
@@ -73,12 +73,7 @@ plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_bas
                                           const CollArgs& args) {
   const int n = transport.size();
   const int r = transport.rank();
-  const size_t elem = datatype_bytes(args.datatype);
-  if (args.count == 0) return PLX_SUCCESS;
-  if (n == 1) {  // the sum of one contribution; AVG divides by 1
-    if (args.sendbuf != args.recvbuf) std::memcpy(args.recvbuf, args.sendbuf, args.count * elem);
-    return PLX_SUCCESS;
-  }
+  if (reduce_trivially(args, n)) return PLX_SUCCESS;
 
   std::vector<int> parent0(n), parent1(n);
   for (int x = 0; x < n; ++x) {
@@ -88,14 +83,7 @@ plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_bas
   const size_t half = (args.count + 1) / 2;
   const std::vector<TreeRole> trees = {tree_role(parent0, r, 0, half),
                                        tree_role(parent1, r, half, args.count - half)};
-  TreeBuffers io;
-  io.in = args.sendbuf;
-  io.out = args.recvbuf;
-  io.datatype = args.datatype;
-  io.op = args.op;
-  io.chunk_bytes = args.chunk_bytes;
-  io.broadcast = true;
-  return tree_reduce_broadcast(transport, tag_base, trees, io);
+  return tree_reduce_broadcast(transport, tag_base, trees, tree_buffers(args, args.recvbuf, true));
 }
 
 }  // namespace plexus::comm

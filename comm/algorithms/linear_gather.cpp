@@ -27,11 +27,7 @@ plx_result_t linear_gather(Transport& transport, uint64_t tag_base, const CollAr
   const int r = transport.rank();
   const size_t block = args.count * datatype_bytes(args.datatype);
   if (block == 0) return PLX_SUCCESS;
-  if (r != args.root) {
-    Pipeline pipe(transport, 1, 1, 0);  // owns the request, even on failure
-    PLX_CHECK(pipe.send(args.root, tag_base, args.sendbuf, block));
-    return pipe.finish();
-  }
+  if (r != args.root) return send_one(transport, args.root, tag_base, args.sendbuf, block);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   Pipeline pipe(transport, 1, static_cast<size_t>(n - 1), 0);
   for (int j = 0; j < n; ++j) {

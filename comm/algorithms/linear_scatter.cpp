@@ -27,11 +27,7 @@ plx_result_t linear_scatter(Transport& transport, uint64_t tag_base, const CollA
   const int r = transport.rank();
   const size_t block = args.count * datatype_bytes(args.datatype);
   if (block == 0) return PLX_SUCCESS;
-  if (r != args.root) {
-    Pipeline pipe(transport, 1, 1, 0);  // owns the request, even on failure
-    PLX_CHECK(pipe.post_recv(args.root, tag_base, args.recvbuf, block));
-    return pipe.finish();
-  }
+  if (r != args.root) return recv_one(transport, args.root, tag_base, args.recvbuf, block);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   Pipeline pipe(transport, static_cast<size_t>(n - 1), 1, 0);
   for (int j = 0; j < n; ++j) {

@@ -1,17 +1,12 @@
 // pipeline.cpp - see pipeline.h.
 #include "comm/algorithms/pipeline.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "comm/algorithms/deliberate_leak.h"
 #include "comm/core/error.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define PLX_LSAN_IGNORE(ptr) __lsan_ignore_object(ptr)
-#else
-#define PLX_LSAN_IGNORE(ptr) ((void)(ptr))
-#endif
 
 namespace plexus::comm {
 namespace {
@@ -41,10 +36,9 @@ Pipeline::Pipeline(Transport& transport, size_t send_depth, size_t recv_depth, s
 Pipeline::~Pipeline() {
   if (send_.size > 0 || recv_.size > 0) {
     // An error path left requests posted: the transport may still write into them (see header).
-    // The leak is deliberate; tell LeakSanitizer so.
-    PLX_LSAN_IGNORE(send_.slots.release());
-    PLX_LSAN_IGNORE(recv_.slots.release());
-    PLX_LSAN_IGNORE(staging_.release());
+    leak_on_purpose(send_.slots);
+    leak_on_purpose(recv_.slots);
+    leak_on_purpose(staging_);
   }
 }
 
@@ -100,6 +94,52 @@ plx_result_t Pipeline::finish() {
   while (recv_.size > 0) PLX_CHECK(wait_oldest(recv_));
   while (send_.size > 0) PLX_CHECK(wait_oldest(send_));
   return PLX_SUCCESS;
+}
+
+plx_result_t Pipeline::run(const MessagePlan& plan) {
+  size_t posted = 0;  // sends posted so far
+  size_t used = 0;    // receives used so far
+  // Every ready send numbered <= last, then later ready ones while the window has room.
+  const auto post_ready_sends = [&](size_t last) -> plx_result_t {
+    while (posted < plan.sends && plan.ready(posted, used)) {
+      if (posted > last) {
+        bool room = false;
+        PLX_CHECK(send_has_room(&room));
+        if (!room) break;
+      }
+      PLX_CHECK(plan.post_send(posted));
+      ++posted;
+    }
+    return PLX_SUCCESS;
+  };
+
+  for (size_t i = 0; i < std::min(plan.recv_ahead, plan.recvs); ++i) PLX_CHECK(plan.post_recv(i));
+  for (size_t i = 0; i < plan.recvs; ++i) {
+    PLX_CHECK(post_ready_sends(plan.number(i)));
+    PLX_CHECK(wait_recv());
+    PLX_CHECK(plan.use(i));
+    used = i + 1;
+    if (i + plan.recv_ahead < plan.recvs) PLX_CHECK(plan.post_recv(i + plan.recv_ahead));
+  }
+  PLX_CHECK(post_ready_sends(plan.sends));
+  if (posted < plan.sends) {
+    return set_error(PLX_ERROR_INTERNAL, "pipeline: rank " + std::to_string(transport_.rank()) +
+                                             ": send " + std::to_string(posted) + " of " +
+                                             std::to_string(plan.sends) + " never became ready");
+  }
+  return finish();
+}
+
+plx_result_t send_one(Transport& transport, int peer, uint64_t tag, const void* buf, size_t bytes) {
+  Pipeline pipe(transport, 1, 1, 0);
+  PLX_CHECK(pipe.send(peer, tag, buf, bytes));
+  return pipe.finish();
+}
+
+plx_result_t recv_one(Transport& transport, int peer, uint64_t tag, void* buf, size_t bytes) {
+  Pipeline pipe(transport, 1, 1, 0);
+  PLX_CHECK(pipe.post_recv(peer, tag, buf, bytes));
+  return pipe.finish();
 }
 
 }  // namespace plexus::comm

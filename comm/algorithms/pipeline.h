@@ -12,6 +12,10 @@
 // the lowest-numbered unfinished message can always complete: its send is posted by the rule,
 // and its receive is posted because the receiver has used every older message.
 //
+// Pipeline::run() is that rule as one loop, for an algorithm that says how to post each numbered
+// receive and send, when a send is ready, and what to do with a receive once it has landed. Most
+// pipelined algorithms here are such a plan (the rings, the chain broadcast, block_exchange.h).
+//
 // Failure: if a wait fails, requests may still be posted in the transport, which keeps pointers
 // to them and may still complete them into the staging slots. The destructor then leaks the
 // request and staging storage on purpose rather than free memory the transport may write; the
@@ -20,11 +24,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "comm/transport/transport.h"
 
 namespace plexus::comm {
+
+// What Pipeline::run() does on one rank: `recvs` receives and `sends` sends, each numbered in the
+// order the two ends of its link agree on (receives and sends separately).
+struct MessagePlan {
+  size_t recvs = 0;       // waited for in number order
+  size_t sends = 0;       // posted in number order
+  size_t recv_ahead = 1;  // receives posted ahead (at most the Pipeline's recv_depth)
+  // Post receive i / send m on the Pipeline (post_recv() / send()).
+  std::function<plx_result_t(size_t i)> post_recv;
+  std::function<plx_result_t(size_t m)> post_send;
+  // Whether send m may be posted once `used` receives have been used (what it carries is here).
+  // Asked in number order: send m goes only after every send before it.
+  std::function<bool(size_t m, size_t used)> ready = [](size_t, size_t) { return true; };
+  // The number of receive i in the order shared with its sender, where sends and receives of a
+  // link are numbered alike: every ready send numbered <= number(i) goes before the wait for it.
+  std::function<size_t(size_t i)> number = [](size_t i) { return i; };
+  // Uses receive i once it has landed (combines it, say); sends it makes ready go afterwards.
+  std::function<plx_result_t(size_t i)> use = [](size_t) { return PLX_SUCCESS; };
+};
 
 class Pipeline {
  public:
@@ -50,6 +74,13 @@ class Pipeline {
   // Waits for every posted send and receive.
   plx_result_t finish();
 
+  // Runs `plan` by the rule above: posts the first recv_ahead receives; for each receive i, in
+  // order, posts every ready send numbered <= number(i) (send() may wait for window room) and
+  // later ready ones while the window has room, waits for receive i, calls use(i) and posts
+  // receive i + recv_ahead; at the end posts the remaining sends, which must all be ready by
+  // then, and finish()es.
+  plx_result_t run(const MessagePlan& plan);
+
  private:
   struct Fifo {
     std::unique_ptr<Request[]> slots;
@@ -71,5 +102,10 @@ class Pipeline {
   size_t staging_bytes_;
   std::unique_ptr<unsigned char[]> staging_;
 };
+
+// One send or one receive, waited for; the request is a Pipeline's, so a failed wait leaks it
+// rather than free memory the transport may still write (see above).
+plx_result_t send_one(Transport& transport, int peer, uint64_t tag, const void* buf, size_t bytes);
+plx_result_t recv_one(Transport& transport, int peer, uint64_t tag, void* buf, size_t bytes);
 
 }  // namespace plexus::comm

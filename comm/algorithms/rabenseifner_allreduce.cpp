@@ -5,15 +5,16 @@
 // R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective communication operations
 // in MPICH", IJHPCA 19(1), 2005, section 4 (MPICH's allreduce for long messages).
 //
-// Non-powers of two are folded first (Fold in block_exchange.h): the odd ranks below 2*rem hand
-// their vector to r-1 and get the result back at the end; the p = 2^k survivors, with new ranks v,
-// run the power-of-two algorithm on count elements cut into p near-equal blocks (Blocks).
+// Non-powers of two are folded first (Fold and AllreduceFold in block_exchange.h): the odd ranks
+// below 2*rem hand their vector to r-1 and get the result back at the end; the p = 2^k survivors,
+// with new ranks v, run the power-of-two algorithm on count elements cut into p near-equal blocks
+// (Blocks).
 //
-// Reduce-scatter by recursive halving, distance p/2 first. Each rank holds a range of blocks
-// (all p at the start); at distance d it splits the range in two, sends the half its partner
-// v ^ d keeps, and combines the half it keeps with the partner's copy of it (the lower rank's
-// operand on the left). After log2(p) steps rank v holds block v, fully reduced (for PLX_AVG it
-// divides that block by n now).
+// Reduce-scatter by recursive halving (Halving in block_exchange.h), distance p/2 first. Each rank
+// holds a range of blocks (all p at the start); at distance d it splits the range in two, sends the
+// half its partner v ^ d keeps, and combines the half it keeps with the partner's copy of it (the
+// lower rank's operand on the left). After log2(p) steps rank v holds block v, fully reduced (for
+// PLX_AVG it divides that block by n now).
 //
 //   p = 4     blocks  0 1 2 3
 //   d = 2:    v0 <-> v2: v0 keeps 0 1, v2 keeps 2 3     v1 <-> v3: v1 keeps 0 1, v3 keeps 2 3
@@ -33,57 +34,36 @@
 // two halves, 2(p-1)/p in all, in 2*log2(p) messages; a folded pair adds count * elem_bytes each
 // way. Every element is combined on exactly one rank, so all ranks get the same bits.
 #include <algorithm>
-#include <cstring>
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/block_exchange.h"
+#include "comm/algorithms/trivial_reduction.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
 
 plx_result_t rabenseifner_allreduce(Transport& transport, uint64_t tag_base, const CollArgs& args) {
+  if (reduce_trivially(args, transport.size())) return PLX_SUCCESS;
   const size_t count = args.count;
   const size_t elem = datatype_bytes(args.datatype);
   const int n = transport.size();
   const int r = transport.rank();
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
-  if (count == 0) return PLX_SUCCESS;
-  if (n == 1) {  // the sum of one contribution; AVG divides by 1
-    if (in != out) std::memcpy(out, in, count * elem);
-    return PLX_SUCCESS;
-  }
 
   const Fold fold(n);
   const int steps = fold.steps();
-  const size_t phases = 2 * static_cast<size_t>(steps) + 2;
-  const ExchangeFormat fmt{args.datatype, args.op,
-                           exchange_slice_elems(args.chunk_bytes, elem, count, phases)};
-  const size_t phase_slices = slices_of(count, fmt.slice_elems);
-  const auto tag = [&](int phase) {
-    return tag_base | (static_cast<uint64_t>(phase) * phase_slices);
-  };
-  const int unfold_phase = 2 * steps + 1;
+  const ExchangePhases phases(args, tag_base, count, 2 * steps + 2);
+  const ExchangeFormat& fmt = phases.fmt;
+  const AllreduceFold folding{transport, fold,          fmt,
+                              count,     phases.tag(0), phases.tag(2 * steps + 1)};
 
   // Phase 0, fold.
+  if (fold.folded_away(r)) return folding.sit_out(in, out);
   const unsigned char* cur = in;  // where this rank's partial blocks are
-  if (fold.folded_away(r)) {
-    PLX_CHECK(exchange(transport,
-                       {.peer = r - 1, .first_tag = tag(0), .send = in, .send_count = count}, fmt));
-    return exchange(
-        transport,
-        {.peer = r - 1, .first_tag = tag(unfold_phase), .recv = out, .recv_count = count}, fmt);
-  }
   if (fold.absorbs(r)) {
-    PLX_CHECK(exchange(transport,
-                       {.peer = r + 1,
-                        .first_tag = tag(0),
-                        .recv = out,
-                        .recv_count = count,
-                        .mine = in,
-                        .mine_first = true},
-                       fmt));
+    PLX_CHECK(folding.absorb(in, out));
     cur = out;
   }
 
@@ -93,23 +73,20 @@ plx_result_t rabenseifner_allreduce(Transport& transport, uint64_t tag_base, con
   // Reduce-scatter: this rank holds blocks [lo, hi), halved each step.
   size_t lo = 0, hi = static_cast<size_t>(fold.p);
   for (int j = 0; j < steps; ++j) {
-    const int partner = v ^ (fold.p >> (j + 1));
-    const size_t mid = (lo + hi) / 2;
-    const bool lower = v < partner;  // keeps the lower half
-    const size_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
-    const size_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
+    const size_t mask = static_cast<size_t>(fold.p) >> (j + 1);
+    const Halving h = halve(lo, static_cast<size_t>(v), mask);
     PLX_CHECK(exchange(transport,
-                       {.peer = fold.real(partner),
-                        .first_tag = tag(1 + j),
-                        .send = cur + offset(give_lo),
-                        .send_count = blocks.span(give_lo, give_hi),
-                        .recv = out + offset(keep_lo),
-                        .recv_count = blocks.span(keep_lo, keep_hi),
-                        .mine = cur + offset(keep_lo),
-                        .mine_first = lower},
+                       {.peer = fold.real(v ^ static_cast<int>(mask)),
+                        .first_tag = phases.tag(1 + j),
+                        .send = cur + offset(h.give_lo),
+                        .send_count = blocks.span(h.give_lo, h.give_hi),
+                        .recv = out + offset(h.keep_lo),
+                        .recv_count = blocks.span(h.keep_lo, h.keep_hi),
+                        .mine = cur + offset(h.keep_lo),
+                        .mine_first = h.lower},
                        fmt));
-    lo = keep_lo;
-    hi = keep_hi;
+    lo = h.keep_lo;
+    hi = h.keep_hi;
     cur = out;
   }
   if (args.op == PLX_AVG) {
@@ -123,7 +100,7 @@ plx_result_t rabenseifner_allreduce(Transport& transport, uint64_t tag_base, con
     const size_t other_lo = v < partner ? hi : lo - d;
     PLX_CHECK(exchange(transport,
                        {.peer = fold.real(partner),
-                        .first_tag = tag(1 + steps + j),
+                        .first_tag = phases.tag(1 + steps + j),
                         .send = out + offset(lo),
                         .send_count = blocks.span(lo, hi),
                         .recv = out + offset(other_lo),
@@ -134,12 +111,7 @@ plx_result_t rabenseifner_allreduce(Transport& transport, uint64_t tag_base, con
   }
 
   // Unfold.
-  if (fold.absorbs(r)) {
-    PLX_CHECK(exchange(
-        transport,
-        {.peer = r + 1, .first_tag = tag(unfold_phase), .send = out, .send_count = count}, fmt));
-  }
-  return PLX_SUCCESS;
+  return fold.absorbs(r) ? folding.hand_back(out) : PLX_SUCCESS;
 }
 
 }  // namespace plexus::comm

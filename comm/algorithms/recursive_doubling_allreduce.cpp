@@ -2,7 +2,8 @@
 //
 // R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective communication operations
 // in MPICH", IJHPCA 19(1), 2005, section 4 (MPICH's allreduce for short messages). Non-powers of
-// two are folded first (Fold in block_exchange.h): p = 2^floor(log2 n) survivors with new ranks v.
+// two are folded first (Fold and AllreduceFold in block_exchange.h): p = 2^floor(log2 n)
+// survivors with new ranks v.
 //
 //   step j = 0..log2(p)-1: v swaps its whole vector with v ^ 2^j and combines the two.
 //
@@ -26,10 +27,9 @@
 // Bytes on the wire: every survivor sends and receives log2(p) * count * elem_bytes; a folded
 // pair adds count * elem_bytes each way. Latency: log2(p) (+2 when folded) messages: the choice
 // for small vectors, while Rabenseifner's halving/doubling moves only 2(p-1)/p of the vector.
-#include <cstring>
-
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/block_exchange.h"
+#include "comm/algorithms/trivial_reduction.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 
@@ -37,47 +37,24 @@ namespace plexus::comm {
 
 plx_result_t recursive_doubling_allreduce(Transport& transport, uint64_t tag_base,
                                           const CollArgs& args) {
+  if (reduce_trivially(args, transport.size())) return PLX_SUCCESS;
   const size_t count = args.count;
-  const size_t elem = datatype_bytes(args.datatype);
   const int n = transport.size();
   const int r = transport.rank();
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
-  if (count == 0) return PLX_SUCCESS;
-  if (n == 1) {  // the sum of one contribution; AVG divides by 1
-    if (in != out) std::memcpy(out, in, count * elem);
-    return PLX_SUCCESS;
-  }
 
   const Fold fold(n);
   const int steps = fold.steps();
-  const size_t phases = static_cast<size_t>(steps) + 2;
-  const ExchangeFormat fmt{args.datatype, args.op,
-                           exchange_slice_elems(args.chunk_bytes, elem, count, phases)};
-  const size_t phase_slices = slices_of(count, fmt.slice_elems);
-  const auto tag = [&](int phase) {
-    return tag_base | (static_cast<uint64_t>(phase) * phase_slices);
-  };
-  const int unfold_phase = steps + 1;
+  const ExchangePhases phases(args, tag_base, count, steps + 2);
+  const AllreduceFold folding{transport, fold,          phases.fmt,
+                              count,     phases.tag(0), phases.tag(steps + 1)};
 
   // Phase 0, fold.
+  if (fold.folded_away(r)) return folding.sit_out(in, out);
   const unsigned char* cur = in;  // this rank's partial result so far
-  if (fold.folded_away(r)) {
-    PLX_CHECK(exchange(transport,
-                       {.peer = r - 1, .first_tag = tag(0), .send = in, .send_count = count}, fmt));
-    return exchange(
-        transport,
-        {.peer = r - 1, .first_tag = tag(unfold_phase), .recv = out, .recv_count = count}, fmt);
-  }
   if (fold.absorbs(r)) {
-    PLX_CHECK(exchange(transport,
-                       {.peer = r + 1,
-                        .first_tag = tag(0),
-                        .recv = out,
-                        .recv_count = count,
-                        .mine = in,
-                        .mine_first = true},
-                       fmt));
+    PLX_CHECK(folding.absorb(in, out));
     cur = out;
   }
 
@@ -87,25 +64,20 @@ plx_result_t recursive_doubling_allreduce(Transport& transport, uint64_t tag_bas
     const int partner = v ^ (1 << j);
     PLX_CHECK(exchange(transport,
                        {.peer = fold.real(partner),
-                        .first_tag = tag(1 + j),
+                        .first_tag = phases.tag(1 + j),
                         .send = cur,
                         .send_count = count,
                         .recv = out,
                         .recv_count = count,
                         .mine = cur,
                         .mine_first = v < partner},
-                       fmt));
+                       phases.fmt));
     cur = out;
   }
   if (args.op == PLX_AVG) divide_by(out, count, args.datatype, static_cast<size_t>(n));
 
   // Phase steps+1, unfold.
-  if (fold.absorbs(r)) {
-    PLX_CHECK(exchange(
-        transport,
-        {.peer = r + 1, .first_tag = tag(unfold_phase), .send = out, .send_count = count}, fmt));
-  }
-  return PLX_SUCCESS;
+  return fold.absorbs(r) ? folding.hand_back(out) : PLX_SUCCESS;
 }
 
 }  // namespace plexus::comm

@@ -23,7 +23,7 @@
 // Pipelining: each block is cut into S slices of at most chunk_bytes. Message u = k*(n-1) + t
 // carries slice k at step t (slice-major, like NCCL's loop over chunks), tagged tag_base | u.
 // kRecvDepth receives are posted ahead, straight into recvbuf, and up to kSendDepth sends are in
-// flight; send u+1 depends only on receive u.
+// flight; send u+1 depends only on receive u (Pipeline::run() in pipeline.h drives them).
 //
 // Bytes on the wire: each rank sends and receives (n-1) * count * elem_bytes, the minimum for an
 // allgather, in (n-1) * S messages.
@@ -32,7 +32,8 @@
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/pipeline.h"
-#include "comm/core/error.h"
+#include "comm/algorithms/ring.h"
+#include "comm/algorithms/slices.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
@@ -55,16 +56,10 @@ plx_result_t ring_allgather(Transport& transport, uint64_t tag_base, const CollA
   if (in != out + r * count * elem) std::memcpy(out + r * count * elem, in, count * elem);
   if (n == 1) return PLX_SUCCESS;
 
-  // Slices of at most chunk_bytes, widened so that message numbers stay below kTagIndexLimit.
   const size_t steps = n - 1;
-  const size_t max_slices = kTagIndexLimit / steps;
-  size_t slice_elems = std::max<size_t>(1, args.chunk_bytes / elem);
-  slice_elems = std::max(slice_elems, (count + max_slices - 1) / max_slices);
-  slice_elems = std::min(slice_elems, count);
-  const size_t slices = (count + slice_elems - 1) / slice_elems;
-  const size_t messages = slices * steps;
-  const int next = static_cast<int>((r + 1) % n);
-  const int prev = static_cast<int>((r + n - 1) % n);
+  const size_t slice_elems = slice_elems_for(args.chunk_bytes, elem, count, steps);
+  const size_t messages = slices_of(count, slice_elems) * steps;
+  const Ring ring{n, r, r};  // step t sends block (r - t) mod n
   Pipeline pipe(transport, kSendDepth, kRecvDepth, 0);
 
   // Message u: slice k = u / steps of the block of step t = u % steps, in recvbuf.
@@ -74,48 +69,23 @@ plx_result_t ring_allgather(Transport& transport, uint64_t tag_base, const CollA
     return out + (block * count + slice_off(u)) * elem;
   };
   const auto post_recv = [&](size_t u) {
-    const size_t block = (r + 2 * n - 1 - u % steps) % n;
-    return pipe.post_recv(prev, tag_base | u, slice_at(block, u), slice_len(u) * elem);
+    return pipe.post_recv(ring.prev(), tag_base | u, slice_at(ring.recv_block(u % steps), u),
+                          slice_len(u) * elem);
   };
   const auto send = [&](size_t u) {
-    const size_t block = (r + n - u % steps) % n;
-    return pipe.send(next, tag_base | u, slice_at(block, u), slice_len(u) * elem);
+    return pipe.send(ring.next(), tag_base | u, slice_at(ring.send_block(u % steps), u),
+                     slice_len(u) * elem);
   };
 
-  // Send m is ready once receive m-1 is in recvbuf, or at once when it starts a slice (t = 0).
-  // Before waiting for receive u every ready send numbered <= u is posted (pipeline.h); later
-  // ready ones only while the window has room.
-  size_t received = 0;  // receives completed so far
-  size_t posted = 0;    // sends posted so far
-  const auto post_ready_sends = [&](size_t u) -> plx_result_t {
-    while (posted < messages && (posted % steps == 0 || posted <= received)) {
-      if (posted > u) {
-        bool room = false;
-        PLX_CHECK(pipe.send_has_room(&room));
-        if (!room) break;
-      }
-      PLX_CHECK(send(posted++));
-    }
-    return PLX_SUCCESS;
-  };
-  // recv_copy_send and recv: the slice lands in recvbuf (then, unless t = n-2, it is the next
-  // ready send); receive u + kRecvDepth is posted behind it.
-  const auto recv = [&](size_t u) -> plx_result_t {
-    PLX_CHECK(post_ready_sends(u));
-    PLX_CHECK(pipe.wait_recv());
-    ++received;
-    if (u + kRecvDepth < messages) PLX_CHECK(post_recv(u + kRecvDepth));
-    return PLX_SUCCESS;
-  };
-  const auto recv_copy_send = recv;
-
-  for (size_t u = 0; u < std::min(kRecvDepth, messages); ++u) PLX_CHECK(post_recv(u));
-  PLX_CHECK(post_ready_sends(0));  // send: step 0 of the first slices
-  for (size_t u = 0; u < messages; ++u) {
-    PLX_CHECK(u % steps < steps - 1 ? recv_copy_send(u) : recv(u));
-  }
-  PLX_CHECK(post_ready_sends(messages));
-  return pipe.finish();
+  // recv_copy_send and recv: the slice lands in recvbuf, where (unless t = n-2) the next send
+  // reads it; there is nothing else to do with it.
+  return pipe.run({.recvs = messages,
+                   .sends = messages,
+                   .recv_ahead = kRecvDepth,
+                   .post_recv = post_recv,
+                   .post_send = send,
+                   // Send m forwards receive m-1, unless it starts a slice (t = 0): then at once.
+                   .ready = [&](size_t m, size_t used) { return m % steps == 0 || m <= used; }});
 }
 
 }  // namespace plexus::comm

@@ -24,22 +24,22 @@
 // only read, and only the root writes recvbuf.
 //
 // Pipelining: every segment is cut into S slices of at most chunk_bytes (the same S for all, so
-// a trailing slice may be empty). Ring message u = t*S + k is slice k of step t, tagged
-// tag_base | u; the gather message of slice k is number (n-1)*S + k, tagged alike, and the root
-// receives them in (k, sender) order. Windows and deadlock freedom are ring_allreduce.cpp's:
-// receives posted kRecvDepth ahead, and before waiting for a receive numbered u every ready send
-// numbered <= u is posted (later ready ones while the window has room).
+// a trailing slice may be empty; SlicedBlocks in slices.h). Ring message u = t*S + k is slice k
+// of step t, tagged tag_base | u; the gather message of slice k is number (n-1)*S + k, tagged
+// alike, and the root receives them in (k, sender) order. Windows and deadlock freedom are
+// ring_allreduce.cpp's, by Pipeline::run() (pipeline.h): receives posted kRecvDepth ahead, and
+// before waiting for a receive numbered u every ready send numbered <= u is posted (later ready
+// ones while the window has room).
 //
 // Bytes on the wire: each rank sends (n-1)/n * count * elem_bytes around the ring and its
 // segment (count/n) to the root; the root receives 2(n-1)/n * count * elem_bytes in all, which
 // is the bound for large messages (a binomial tree puts log2(n) * count on the root's link).
-#include <algorithm>
-#include <cstring>
-
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/pipeline.h"
+#include "comm/algorithms/ring.h"
+#include "comm/algorithms/slices.h"
 #include "comm/algorithms/staging_buffer.h"
-#include "comm/core/error.h"
+#include "comm/algorithms/trivial_reduction.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
@@ -48,39 +48,10 @@ namespace {
 constexpr size_t kSendDepth = 4;
 constexpr size_t kRecvDepth = 4;
 
-// Where segment g and its slices lie, in elements.
-struct Segments {
-  size_t count;
-  size_t n;
-  size_t slice_elems;  // >= 1, at most the largest segment
-  size_t slices;       // S, per segment
-
-  size_t begin(size_t g) const { return g * (count / n) + std::min(g, count % n); }
-  size_t size(size_t g) const { return count / n + (g < count % n ? 1 : 0); }
-  size_t slice_begin(size_t g, size_t k) const {
-    return begin(g) + std::min(size(g), k * slice_elems);
-  }
-  size_t slice_count(size_t g, size_t k) const {
-    const size_t lo = std::min(size(g), k * slice_elems);
-    return std::min(size(g), lo + slice_elems) - lo;
-  }
-};
-
-Segments make_segments(size_t count, size_t n, size_t elem_bytes, size_t chunk_bytes) {
-  Segments segs{count, n, std::max<size_t>(1, chunk_bytes / elem_bytes), 1};
-  const size_t largest = (count + n - 1) / n;
-  // Message numbers, up to n*S, must stay below kTagIndexLimit: widen slices if needed.
-  const size_t max_slices = kTagIndexLimit / n;
-  segs.slice_elems = std::max(segs.slice_elems, (largest + max_slices - 1) / max_slices);
-  segs.slice_elems = std::min(segs.slice_elems, largest);  // count > 0 here
-  segs.slices = std::max<size_t>(1, (largest + segs.slice_elems - 1) / segs.slice_elems);
-  return segs;
-}
-
 }  // namespace
 
 plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args) {
-  const size_t count = args.count;
+  if (reduce_trivially(args, transport.size())) return PLX_SUCCESS;
   const plx_datatype_t datatype = args.datatype;
   const plx_red_op_t op = args.op;
   const size_t elem = datatype_bytes(datatype);
@@ -88,40 +59,30 @@ plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs
   const size_t r = static_cast<size_t>(transport.rank());
   const size_t root = static_cast<size_t>(args.root);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
-  if (count == 0) return PLX_SUCCESS;
-  if (n == 1) {  // the sum of one contribution; AVG divides by 1
-    if (args.sendbuf != args.recvbuf) std::memcpy(args.recvbuf, in, count * elem);
-    return PLX_SUCCESS;
-  }
 
-  const Segments segs = make_segments(count, n, elem, args.chunk_bytes);
+  // n segments, each in S slices; message numbers, up to n*S, stay below kTagIndexLimit.
+  const SlicedBlocks segs(args.count, n, elem, args.chunk_bytes, n);
   const size_t S = segs.slices;
   const size_t ring_msgs = (n - 1) * S;
   const bool is_root = r == root;
   const size_t recvs = ring_msgs + (is_root ? (n - 1) * S : 0);
   const size_t sends = ring_msgs + (is_root ? 0 : S);
-  const int next = static_cast<int>((r + 1) % n);
-  const int prev = static_cast<int>((r + n - 1) % n);
-  const auto send_seg = [&](size_t t) { return (r + 2 * n - t - 1) % n; };
-  const auto recv_seg = [&](size_t t) { return (r + 2 * n - t - 2) % n; };
+  const Ring ring{n, r, (r + n - 1) % n};  // segment r ends here
   // The gather receive j (j = k*(n-1) + x) is slice k from the x-th non-root rank.
   const auto gather_sender = [&](size_t j) {
     const size_t x = j % (n - 1);
     return x < root ? x : x + 1;
   };
-  // The message number of receive i, in the order shared with the senders.
-  const auto recv_number = [&](size_t i) {
-    return i < ring_msgs ? i : ring_msgs + (i - ring_msgs) / (n - 1);
-  };
 
-  StagingBuffer scratch(is_root ? 0 : count * elem);  // outlives the pipeline
+  StagingBuffer scratch(is_root ? 0 : args.count * elem);  // outlives the pipeline
   auto* acc = is_root ? static_cast<unsigned char*>(args.recvbuf) : scratch.data();
   Pipeline pipe(transport, kSendDepth, kRecvDepth, segs.slice_elems * elem);
 
   const auto post_recv = [&](size_t i) {
     if (i < ring_msgs) {  // reduce-scatter: stage
-      const size_t t = i / S, k = i % S, g = recv_seg(t);
-      return pipe.post_recv(prev, tag_base | i, pipe.staging(i), segs.slice_count(g, k) * elem);
+      const size_t t = i / S, k = i % S, g = ring.recv_block(t);
+      return pipe.post_recv(ring.prev(), tag_base | i, pipe.staging(i),
+                            segs.slice_count(g, k) * elem);
     }
     const size_t j = i - ring_msgs, k = j / (n - 1), x = gather_sender(j);  // gather: in place
     return pipe.post_recv(static_cast<int>(x), tag_base | (ring_msgs + k),
@@ -129,9 +90,9 @@ plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs
   };
   const auto send = [&](size_t s) {
     if (s < ring_msgs) {
-      const size_t t = s / S, k = s % S, g = send_seg(t);
+      const size_t t = s / S, k = s % S, g = ring.send_block(t);
       const unsigned char* src = t == 0 ? in : acc;  // step 0: this rank's own input
-      return pipe.send(next, tag_base | s, src + segs.slice_begin(g, k) * elem,
+      return pipe.send(ring.next(), tag_base | s, src + segs.slice_begin(g, k) * elem,
                        segs.slice_count(g, k) * elem);
     }
     const size_t k = s - ring_msgs;  // gather: this rank's finished segment r
@@ -140,42 +101,32 @@ plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs
   };
   // acc = sendbuf op received, for ring receive i; the last step finishes segment r.
   const auto reduce = [&](size_t i) {
-    const size_t t = i / S, k = i % S, g = recv_seg(t);
+    const size_t t = i / S, k = i % S, g = ring.recv_block(t);
     const size_t off = segs.slice_begin(g, k) * elem, len = segs.slice_count(g, k);
     reduce_copy(acc + off, in + off, pipe.staging(i), len, datatype, op);  // in == acc in place
     if (t == n - 2 && op == PLX_AVG) divide_by(acc + off, len, datatype, n);
   };
 
-  // Sends numbered below `ready` may be posted. Before waiting for receive number u, every
-  // ready send numbered <= u is posted (pipeline.h); later ready ones while the window has room.
-  size_t ready = std::min(S, sends);  // step 0 sends this rank's own input
-  size_t posted = 0;
-  const auto post_ready_sends = [&](size_t u) -> plx_result_t {
-    while (posted < ready) {
-      if (posted > u) {
-        bool room = false;
-        PLX_CHECK(pipe.send_has_room(&room));
-        if (!room) break;
-      }
-      PLX_CHECK(send(posted++));
-    }
+  // The message number of receive i, in the order shared with the senders.
+  const auto number = [&](size_t i) {
+    return i < ring_msgs ? i : ring_msgs + (i - ring_msgs) / (n - 1);
+  };
+  const auto use = [&](size_t i) {
+    if (i < ring_msgs) reduce(i);  // recv_reduce_send, recv_reduce; the gather lands in place
     return PLX_SUCCESS;
   };
 
-  for (size_t i = 0; i < std::min(kRecvDepth, recvs); ++i) PLX_CHECK(post_recv(i));
-  PLX_CHECK(post_ready_sends(0));
-  for (size_t i = 0; i < recvs; ++i) {
-    PLX_CHECK(post_ready_sends(recv_number(i)));
-    PLX_CHECK(pipe.wait_recv());
-    if (i < ring_msgs) {
-      reduce(i);
-      // The same slice one step later (or, after step n-2, its gather) may now be sent.
-      ready = std::min(sends, i + S + 1);
-    }
-    if (i + kRecvDepth < recvs) PLX_CHECK(post_recv(i + kRecvDepth));
-  }
-  PLX_CHECK(post_ready_sends(sends));  // the rest: every send is ready now
-  return scratch.settle(pipe.finish());
+  return scratch.settle(
+      pipe.run({.recvs = recvs,
+                .sends = sends,
+                .recv_ahead = kRecvDepth,
+                .post_recv = post_recv,
+                .post_send = send,
+                // Step 0 sends this rank's own input at once; every later send (and, after
+                // step n-2, the gather of a slice) forwards ring receive s - S.
+                .ready = [&](size_t s, size_t used) { return s < S || s - S < used; },
+                .number = number,
+                .use = use}));
 }
 
 }  // namespace plexus::comm

@@ -23,22 +23,23 @@
 //
 // Pipelining: each block is cut into S slices of at most chunk_bytes. Message u = k*(n-1) + t
 // carries slice k at step t (slice-major, like NCCL's loop over chunks: slice k goes around the
-// ring while slice k+1 follows it), tagged tag_base | u. Every rank sends one message per step
-// of this order, so all links stay busy. Receive u lands in staging slot u mod kSlots, the rank's
-// own contribution is added there in place, and the slot is sent on as message u+1: partial
-// sums need no block-sized buffer. The slot is reused by receive u + kSlots, posted after
-// receive u + kSlots - kRecvDepth has been used; by then every send numbered <= that has been
-// posted (pipeline.h's rule), so with kSendDepth sends in flight send u+1 has completed since
-// u + 1 <= u + kSlots - kRecvDepth - kSendDepth.
+// ring while slice k+1 follows it), tagged tag_base | u; Pipeline::run() (pipeline.h) drives them
+// in that order. Every rank sends one message per step of this order, so all links stay busy.
+// Receive u lands in staging slot u mod kSlots, the rank's own contribution is added there in
+// place, and the slot is sent on as message u+1: partial sums need no block-sized buffer. The slot
+// is reused by receive u + kSlots, posted after receive u + kSlots - kRecvDepth has been used; by
+// then every send numbered <= that has been posted (pipeline.h's rule), so with kSendDepth sends in
+// flight send u+1 has completed since u + 1 <= u + kSlots - kRecvDepth - kSendDepth.
 //
 // Bytes on the wire: each rank sends and receives (n-1) * count * elem_bytes, the minimum for a
 // reduce-scatter (Patarasuk & Yuan), in (n-1) * S messages.
 #include <algorithm>
-#include <cstring>
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/pipeline.h"
-#include "comm/core/error.h"
+#include "comm/algorithms/ring.h"
+#include "comm/algorithms/slices.h"
+#include "comm/algorithms/trivial_reduction.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
@@ -52,6 +53,7 @@ constexpr size_t kSlots = kRecvDepth + kSendDepth + 1;
 }  // namespace
 
 plx_result_t ring_reduce_scatter(Transport& transport, uint64_t tag_base, const CollArgs& args) {
+  if (reduce_trivially(args, transport.size())) return PLX_SUCCESS;
   const size_t count = args.count;
   const plx_datatype_t datatype = args.datatype;
   const plx_red_op_t op = args.op;
@@ -60,27 +62,14 @@ plx_result_t ring_reduce_scatter(Transport& transport, uint64_t tag_base, const 
   const size_t r = static_cast<size_t>(transport.rank());
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
-  if (count == 0) return PLX_SUCCESS;
-  if (n == 1) {  // the sum of one contribution; AVG divides by 1
-    if (out != in) std::memcpy(out, in, count * elem);
-    return PLX_SUCCESS;
-  }
 
-  // Slices of at most chunk_bytes, widened so that message numbers stay below kTagIndexLimit.
   const size_t steps = n - 1;
-  const size_t max_slices = kTagIndexLimit / steps;
-  size_t slice_elems = std::max<size_t>(1, args.chunk_bytes / elem);
-  slice_elems = std::max(slice_elems, (count + max_slices - 1) / max_slices);
-  slice_elems = std::min(slice_elems, count);
-  const size_t slices = (count + slice_elems - 1) / slice_elems;
-  const size_t messages = slices * steps;
-  const int next = static_cast<int>((r + 1) % n);
-  const int prev = static_cast<int>((r + n - 1) % n);
+  const size_t slice_elems = slice_elems_for(args.chunk_bytes, elem, count, steps);
+  const size_t messages = slices_of(count, slice_elems) * steps;
+  const Ring ring{n, r, (r + n - 1) % n};  // block r ends here
   Pipeline pipe(transport, kSendDepth, kSlots, slice_elems * elem);
 
-  // Message u: slice k = u / steps of block send_block(t) or recv_block(t), t = u % steps.
-  const auto send_block = [&](size_t t) { return (r + n - 1 - t) % n; };
-  const auto recv_block = [&](size_t t) { return (r + 2 * n - 2 - t) % n; };
+  // Message u: slice k = u / steps of block ring.send_block(t) or recv_block(t), t = u % steps.
   const auto slice_off = [&](size_t u) { return (u / steps) * slice_elems; };
   const auto slice_len = [&](size_t u) { return std::min(slice_elems, count - slice_off(u)); };
   const auto own = [&](size_t block, size_t u) {  // this rank's contribution to a slice
@@ -88,59 +77,38 @@ plx_result_t ring_reduce_scatter(Transport& transport, uint64_t tag_base, const 
   };
 
   const auto post_recv = [&](size_t u) {
-    return pipe.post_recv(prev, tag_base | u, pipe.staging(u), slice_len(u) * elem);
+    return pipe.post_recv(ring.prev(), tag_base | u, pipe.staging(u), slice_len(u) * elem);
   };
   const auto send = [&](size_t u) {
-    const size_t t = u % steps;
-    const unsigned char* src = t == 0 ? own(send_block(0), u) : pipe.staging(u - 1);
-    return pipe.send(next, tag_base | u, src, slice_len(u) * elem);
+    const unsigned char* src = u % steps == 0 ? own(ring.send_block(0), u) : pipe.staging(u - 1);
+    return pipe.send(ring.next(), tag_base | u, src, slice_len(u) * elem);
+  };
+  const auto recv_reduce_send = [&](size_t u) {  // the slot becomes send u+1
+    reduce_into(pipe.staging(u), own(ring.recv_block(u % steps), u), slice_len(u), datatype, op);
+  };
+  const auto recv_reduce_copy = [&](size_t u) {
+    unsigned char* dst = out + slice_off(u) * elem;
+    reduce_copy(dst, own(r, u), pipe.staging(u), slice_len(u), datatype, op);
+    if (op == PLX_AVG) divide_by(dst, slice_len(u), datatype, n);
   };
 
-  // Send m is ready once receive m-1 has been used, or at once when it starts a slice (t = 0).
-  // Before waiting for receive u every ready send numbered <= u is posted (pipeline.h); later
-  // ready ones only while the window has room.
-  size_t used = 0;    // receives used so far
-  size_t posted = 0;  // sends posted so far
-  const auto post_ready_sends = [&](size_t u) -> plx_result_t {
-    while (posted < messages && (posted % steps == 0 || posted <= used)) {
-      if (posted > u) {
-        bool room = false;
-        PLX_CHECK(pipe.send_has_room(&room));
-        if (!room) break;
-      }
-      PLX_CHECK(send(posted++));
+  const auto use = [&](size_t u) {
+    if (u % steps < steps - 1) {
+      recv_reduce_send(u);
+    } else {
+      recv_reduce_copy(u);  // step n-2
     }
     return PLX_SUCCESS;
   };
-  // Waits for receive u, lets `use` consume it, then posts receive u + kRecvDepth.
-  const auto recv_and = [&](size_t u, auto&& use) -> plx_result_t {
-    PLX_CHECK(post_ready_sends(u));
-    PLX_CHECK(pipe.wait_recv());
-    use();
-    ++used;
-    if (u + kRecvDepth < messages) PLX_CHECK(post_recv(u + kRecvDepth));
-    return PLX_SUCCESS;
-  };
-  const auto recv_reduce_send = [&](size_t u) {  // the slot becomes send u+1
-    return recv_and(u, [&] {
-      reduce_into(pipe.staging(u), own(recv_block(u % steps), u), slice_len(u), datatype, op);
-    });
-  };
-  const auto recv_reduce_copy = [&](size_t u) {
-    return recv_and(u, [&] {
-      unsigned char* dst = out + slice_off(u) * elem;
-      reduce_copy(dst, own(r, u), pipe.staging(u), slice_len(u), datatype, op);
-      if (op == PLX_AVG) divide_by(dst, slice_len(u), datatype, n);
-    });
-  };
 
-  for (size_t u = 0; u < std::min(kRecvDepth, messages); ++u) PLX_CHECK(post_recv(u));
-  PLX_CHECK(post_ready_sends(0));  // send: step 0 of the first slices
-  for (size_t u = 0; u < messages; ++u) {
-    PLX_CHECK(u % steps < steps - 1 ? recv_reduce_send(u) : recv_reduce_copy(u));
-  }
-  PLX_CHECK(post_ready_sends(messages));
-  return pipe.finish();
+  return pipe.run({.recvs = messages,
+                   .sends = messages,
+                   .recv_ahead = kRecvDepth,
+                   .post_recv = post_recv,
+                   .post_send = send,
+                   // Send m forwards receive m-1, unless it starts a slice (t = 0): then at once.
+                   .ready = [&](size_t m, size_t used) { return m % steps == 0 || m <= used; },
+                   .use = use});
 }
 
 }  // namespace plexus::comm

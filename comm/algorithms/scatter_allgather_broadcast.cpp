@@ -7,9 +7,9 @@
 // section 3 (MPICH's broadcast for long messages).
 //
 // Ranks are renumbered relative to the root, v = (rank - root) mod n, and the count elements are
-// cut into n near-equal blocks (Blocks in block_exchange.h); block b is relative rank b's.
+// cut into n near-equal blocks (Blocks in slices.h); block b is relative rank b's.
 //
-// Phase 1, binomial scatter. The tree is the binomial broadcast's (broadcast.cpp): v receives
+// Phase 1, binomial scatter. The tree is the binomial broadcast's (binomial_tree.h): v receives
 // from v minus its lowest set bit, and its subtree is the ranks [v, v + extent(v)), extent(v) =
 // min(lowbit(v), n - v) (n at the root). Each rank receives the blocks of its whole subtree from
 // its parent and passes each child the child's subtree blocks, largest subtree first. n = 7:
@@ -20,9 +20,9 @@
 //    +--+--+      |
 //  6 [6]  5 [5]  3 [3]
 //
-// Phase 2, ring allgather around v -> v+1, steps t = 0..n-2: v sends block (v - t) mod n to v+1
-// and receives block (v - t - 1) mod n from v-1, which is what it forwards at step t+1. A block
-// the receiver already holds from the scatter (its subtree's, or all of them at the root) is
+// Phase 2, ring allgather around v -> v+1 (ring.h), steps t = 0..n-2: v sends block (v - t) mod n
+// to v+1 and receives block (v - t - 1) mod n from v-1, which is what it forwards at step t+1. A
+// block the receiver already holds from the scatter (its subtree's, or all of them at the root) is
 // neither sent nor received, so the root receives nothing.
 //
 // Messages are cut into slices of at most chunk_bytes. Scatter slice k is tag_base | k (a rank
@@ -38,8 +38,11 @@
 #include <deque>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/binomial_tree.h"
 #include "comm/algorithms/block_exchange.h"
 #include "comm/algorithms/pipeline.h"
+#include "comm/algorithms/ring.h"
+#include "comm/algorithms/slices.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 
@@ -55,68 +58,55 @@ plx_result_t scatter_allgather_broadcast(Transport& transport, uint64_t tag_base
                                          const CollArgs& args) {
   const size_t count = args.count;
   const size_t elem = datatype_bytes(args.datatype);
-  const size_t n = static_cast<size_t>(transport.size());
-  const size_t root = static_cast<size_t>(args.root);
-  const size_t v = (static_cast<size_t>(transport.rank()) + n - root) % n;
+  const BinomialTree tree(transport.size(), args.root, transport.rank());
+  const size_t n = tree.n, v = tree.v;
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   if (count == 0) return PLX_SUCCESS;
   if (v == 0 && args.sendbuf != args.recvbuf) std::memcpy(out, args.sendbuf, count * elem);
   if (n == 1) return PLX_SUCCESS;
 
-  const Blocks blocks{count, n};
-  const ExchangeFormat fmt{args.datatype, PLX_SUM,
-                           exchange_slice_elems(args.chunk_bytes, elem, count, n)};
-  const size_t slice = fmt.slice_elems;
-  const size_t phase_slices = slices_of(count, slice);
-  const auto real = [&](size_t w) { return static_cast<int>((w + root) % n); };
-  const auto lowbit = [](size_t w) { return w & (~w + 1); };
-  const auto extent = [&](size_t w) { return w == 0 ? n : std::min(lowbit(w), n - w); };
-  const auto holds = [&](size_t w, size_t b) { return b >= w && b < w + extent(w); };
-  const auto subtree_count = [&](size_t w) { return blocks.span(w, w + extent(w)); };
+  const ExchangePhases phases(args, tag_base, count, n);  // the scatter, then the ring's steps
+  const ExchangeFormat& fmt = phases.fmt;
+  const size_t phase_slices = phases.phase_slices;
+  const SlicedBlocks blocks(Blocks{count, n}, fmt.slice_elems);
+  const auto holds = [&](size_t w, size_t b) { return b >= w && b < w + tree.extent(w); };
+  const auto subtree_count = [&](size_t w) { return blocks.blocks.span(w, w + tree.extent(w)); };
+  const auto at = [&](size_t b) { return out + blocks.blocks.begin(b) * elem; };
 
   // Phase 1: scatter. Receive the subtree's blocks from the parent, then feed the children.
   if (v != 0) {
     PLX_CHECK(exchange(transport,
-                       {.peer = real(v - lowbit(v)),
+                       {.peer = tree.parent(),
                         .first_tag = tag_base,
-                        .recv = out + blocks.begin(v) * elem,
+                        .recv = at(v),
                         .recv_count = subtree_count(v)},
                        fmt));
   }
-  size_t top = 1;  // the children of v are v + bit for every bit < top
-  if (v == 0) {
-    while (top < n) top <<= 1;
-  } else {
-    top = lowbit(v);
-  }
-  for (size_t bit = top >> 1; bit > 0; bit >>= 1) {
+  for (size_t bit = tree.mask() >> 1; bit > 0; bit >>= 1) {  // the children v + bit
     if (v + bit >= n) continue;
     PLX_CHECK(exchange(transport,
-                       {.peer = real(v + bit),
+                       {.peer = tree.real(v + bit),
                         .first_tag = tag_base,
-                        .send = out + blocks.begin(v + bit) * elem,
+                        .send = at(v + bit),
                         .send_count = subtree_count(v + bit)},
                        fmt));
   }
 
   // Phase 2: ring allgather. Message u = t*S + k is slice k of the block of step t.
-  const size_t S = slices_of(blocks.largest(), slice);
+  const size_t S = blocks.slices;
   const size_t messages = (n - 1) * S;
-  const size_t next = (v + 1) % n;
-  const auto slice_count = [&](size_t b, size_t k) {
-    const size_t size = blocks.size(b);
-    return k * slice >= size ? 0 : std::min(slice, size - k * slice);
-  };
-  const auto sent_block = [&](size_t u) { return (v + n - u / S % n) % n; };
-  const auto recv_block = [&](size_t u) { return (v + 2 * n - u / S % n - 1) % n; };
+  const Ring ring{n, v, v};  // in relative ranks: step t sends block (v - t) mod n
+  const size_t next = static_cast<size_t>(ring.next());
+  const auto sent_block = [&](size_t u) { return ring.send_block(u / S); };
+  const auto recv_block = [&](size_t u) { return ring.recv_block(u / S); };
   const auto is_sent = [&](size_t u) {
-    return !holds(next, sent_block(u)) && slice_count(sent_block(u), u % S) > 0;
+    return !holds(next, sent_block(u)) && blocks.slice_count(sent_block(u), u % S) > 0;
   };
   const auto is_received = [&](size_t u) {
-    return !holds(v, recv_block(u)) && slice_count(recv_block(u), u % S) > 0;
+    return !holds(v, recv_block(u)) && blocks.slice_count(recv_block(u), u % S) > 0;
   };
-  const auto where = [&](size_t b, size_t k) { return out + (blocks.begin(b) + k * slice) * elem; };
-  const int to = real(next), from = real((v + n - 1) % n);
+  const auto where = [&](size_t b, size_t k) { return out + blocks.slice_begin(b, k) * elem; };
+  const int to = tree.real(next), from = tree.real(ring.prev());
   Pipeline pipe(transport, kSendDepth, kRecvDepth, 0);
 
   size_t used = 0;            // every receive numbered below `used` has landed (or is skipped)
@@ -127,12 +117,13 @@ plx_result_t scatter_allgather_broadcast(Transport& transport, uint64_t tag_base
       if (!is_received(to_post)) continue;
       const size_t b = recv_block(to_post), k = to_post % S;
       PLX_CHECK(pipe.post_recv(from, tag_base | (phase_slices + to_post), where(b, k),
-                               slice_count(b, k) * elem));
+                               blocks.slice_count(b, k) * elem));
       posted.push_back(to_post);
     }
     return PLX_SUCCESS;
   };
   // A send is ready once its block is here: held since the scatter, or received as message u-S.
+  // Sends the receivers skip are skipped here too, so they take no room in the window.
   size_t next_send = 0;
   const auto post_sends = [&](size_t last) -> plx_result_t {
     for (; next_send < messages; ++next_send) {
@@ -145,7 +136,7 @@ plx_result_t scatter_allgather_broadcast(Transport& transport, uint64_t tag_base
         if (!room) break;
       }
       PLX_CHECK(pipe.send(to, tag_base | (phase_slices + u), where(b, u % S),
-                          slice_count(b, u % S) * elem));
+                          blocks.slice_count(b, u % S) * elem));
     }
     return PLX_SUCCESS;
   };

@@ -16,11 +16,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "comm/algorithms/deliberate_leak.h"
 #include "plexus/plexus.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
 
 namespace plexus::comm {
 
@@ -29,13 +26,7 @@ class StagingBuffer {
   explicit StagingBuffer(size_t bytes)
       : data_(bytes > 0 ? std::make_unique_for_overwrite<unsigned char[]>(bytes) : nullptr) {}
   ~StagingBuffer() {
-    if (idle_) return;
-    unsigned char* leaked = data_.release();  // a request may still use it (see above)
-#if defined(__SANITIZE_ADDRESS__)
-    if (leaked != nullptr) __lsan_ignore_object(leaked);
-#else
-    (void)leaked;
-#endif
+    if (!idle_) leak_on_purpose(data_);  // a request may still use it (see above)
   }
   StagingBuffer(const StagingBuffer&) = delete;
   StagingBuffer& operator=(const StagingBuffer&) = delete;

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "comm/algorithms/pipeline.h"
+#include "comm/algorithms/slices.h"
 #include "comm/algorithms/staging_buffer.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
@@ -115,18 +116,15 @@ plx_result_t tree_reduce_broadcast(Transport& transport, uint64_t tag_base,
   for (const TreeRole& role : trees) max_count = std::max(max_count, role.count);
   if (max_count == 0) return PLX_SUCCESS;
 
-  // Slices of at most chunk_bytes, widened so that tag indices stay below kTagIndexLimit, and
-  // never longer than the largest tree's share (this sizes the staging slots).
-  const size_t max_slices = kTagIndexLimit / (2 * trees.size());
-  size_t slice_elems = std::max<size_t>(1, io.chunk_bytes / elem);
-  slice_elems = std::max(slice_elems, (max_count + max_slices - 1) / max_slices);
-  slice_elems = std::min(slice_elems, max_count);
+  // Slices of at most chunk_bytes, widened so that tag indices (2 per tree and slice) stay below
+  // kTagIndexLimit, and never longer than the largest tree's share (this sizes the staging slots).
+  const size_t slice_elems = slice_elems_for(io.chunk_bytes, elem, max_count, 2 * trees.size());
 
   std::vector<Edge> recvs, sends;
   size_t acc_elems = 0;  // the accumulator must hold every tree this rank combines in
   for (size_t t = 0; t < trees.size(); ++t) {
     const TreeRole& role = trees[t];
-    const size_t slices = (role.count + slice_elems - 1) / slice_elems;
+    const size_t slices = slices_of(role.count, slice_elems);
     if (slices == 0) continue;
     const size_t down_offset = role.tree_height + role.depth;
     for (size_t j = 0; j < role.children.size(); ++j) {

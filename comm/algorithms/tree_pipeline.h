@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "comm/algorithms/algorithms.h"
 #include "comm/transport/transport.h"
 #include "plexus/plexus.h"
 
@@ -68,6 +69,17 @@ struct TreeBuffers {
   size_t chunk_bytes = size_t{1} << 20;
   bool broadcast = false;  // true: send the root's result back down (needs out)
 };
+
+// The buffers of a reduction call: args' sendbuf, datatype, op and chunk_bytes, with `out` and
+// `broadcast` as above.
+inline TreeBuffers tree_buffers(const CollArgs& args, void* out, bool broadcast) {
+  return {.in = args.sendbuf,
+          .out = out,
+          .datatype = args.datatype,
+          .op = args.op,
+          .chunk_bytes = args.chunk_bytes,
+          .broadcast = broadcast};
+}
 
 // Runs the schedule above over `trees` (one or two). `in` may equal `out` (in place). Ranks with
 // children but no `out` accumulate in scratch memory. Returns the first transport failure.

@@ -1,36 +1,28 @@
 // algorithms_thread_test.cpp - unit tests of ring_allreduce, broadcast and dissemination_barrier
 // on an in-process transport (tests/support/thread_transport.h): ranks are threads.
 //
-// The thread transport is strict (rendezvous sends, exact receive sizes, unique tags, nothing
-// left unmatched), so these tests also check the message protocol of each algorithm. World sizes
-// 1..7; counts 0, 1, 2, n-1, 1009 (prime) and 2^20+3; chunk_bytes 64 (deep pipelines), 1 (one
-// element per slice) and 1 MiB (one slice); every datatype and op; in place and out of place.
-// Each world runs its whole list of cases in one launch of its rank threads, one collective per
-// case with tag_base = case number << 32, as a communicator would.
-//
-// Inputs and expected values are closed forms, exact in every datatype whatever the reduction
-// order (tests/comm/collective_reference.h); a failure names the case, rank and index.
+// The case lists run on tests/comm/thread_test_harness.h: a strict transport, so these tests also
+// check the message protocol of each algorithm. World sizes 1..7; counts 0, 1, 2, n-1, 1009
+// (prime) and 2^20+3; chunk_bytes 64 (deep pipelines), 1 (one element per slice) and 1 MiB (one
+// slice); every datatype and op; in place and out of place. Inputs and expected values are
+// closed forms, exact in every datatype whatever the reduction order
+// (tests/comm/collective_reference.h); a failure names the case, rank and index.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
-#include "tests/comm/collective_reference.h"
-#include "tests/support/thread_transport.h"
+#include "tests/comm/thread_test_harness.h"
 
 namespace plexus::comm {
 namespace {
 
-using namespace plexus::test;  // NOLINT: the reference helpers
+using namespace plexus::test;  // NOLINT: the harness and reference helpers
 
 enum class Kind { Allreduce, Broadcast, Barrier };
 
@@ -43,123 +35,52 @@ struct Case {
   size_t chunk_bytes;
   int root;
 
+  CallSpec spec() const { return {count, dt, op, in_place, chunk_bytes, root}; }
   std::string name(int n) const {
-    std::string s = kind == Kind::Allreduce   ? "allreduce"
-                    : kind == Kind::Broadcast ? "broadcast"
-                                              : "barrier";
-    s += " n=" + std::to_string(n) + " count=" + std::to_string(count) + " " + datatype_name(dt);
-    if (kind == Kind::Allreduce) s += std::string(" ") + op_name(op);
-    if (kind == Kind::Broadcast) s += " root=" + std::to_string(root);
-    s += in_place ? " in-place" : " out-of-place";
-    return s + " chunk_bytes=" + std::to_string(chunk_bytes);
+    switch (kind) {
+      case Kind::Allreduce:
+        return case_name("allreduce", n, spec(), std::string(" ") + op_name(op));
+      case Kind::Broadcast:
+        return case_name("broadcast", n, spec(), " root=" + std::to_string(root));
+      case Kind::Barrier:
+        break;
+    }
+    return case_name("barrier", n, spec(), "");
   }
 };
 
-constexpr unsigned char kGuard = 0xa5;  // one element past each buffer must keep this
-
-// Runs one allreduce case on this rank and checks its result; returns "" or the first failure.
-std::string run_allreduce(const Case& c, Transport& t, uint64_t tag_base) {
-  const int n = t.size(), r = t.rank();
-  const size_t elem = datatype_bytes(c.dt);
-  std::vector<unsigned char> send((c.count + 1) * elem, kGuard), recv(send);
-  fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
-  if (c.in_place) recv = send;
-  const std::vector<unsigned char> original = send;
-  CollArgs args;
-  args.sendbuf = c.in_place ? recv.data() : send.data();
-  args.recvbuf = recv.data();
-  args.count = c.count;
-  args.datatype = c.dt;
-  args.op = c.op;
-  args.chunk_bytes = c.chunk_bytes;
-  const plx_result_t rc = ring_allreduce(t, tag_base, args);
-  if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc);
-  const std::string why =
-      check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
-  if (!why.empty()) return why;
-  for (size_t b = c.count * elem; b < recv.size(); ++b) {
-    if (recv[b] != kGuard) return "wrote past the end of recvbuf";
-  }
-  if (!c.in_place && send != original) return "modified sendbuf";
-  return "";
-}
-
-std::string run_broadcast(const Case& c, Transport& t, uint64_t tag_base) {
-  const int r = t.rank();
-  const size_t elem = datatype_bytes(c.dt);
-  const std::vector<unsigned char> payload = broadcast_pattern(c.dt, c.root);
-  std::vector<unsigned char> send((c.count + 1) * elem, kGuard), recv(send);
-  fill_periodic(send.data(), c.count, elem, payload);
-  fill_periodic(recv.data(), c.count, elem, broadcast_pattern(c.dt, c.root + 1));  // stale data
-  const bool root = r == c.root;
-  if (root && c.in_place) recv = send;
-  const std::vector<unsigned char> original = send;
-  const void* sendbuf = !root ? nullptr : c.in_place ? recv.data() : send.data();
-  CollArgs args;
-  args.collective = Collective::Broadcast;
-  args.sendbuf = sendbuf;
-  args.recvbuf = recv.data();
-  args.count = c.count;
-  args.datatype = c.dt;
-  args.root = c.root;
-  args.chunk_bytes = c.chunk_bytes;
-  const size_t bytes = c.count * elem;
-  const plx_result_t rc = (bytes < c.chunk_bytes ? binomial_broadcast : chain_broadcast)(
-      t, tag_base, args);
-  if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc);
-  const std::string why = check_periodic(recv.data(), c.count, c.dt, payload);
-  if (!why.empty()) return why;
-  for (size_t b = c.count * elem; b < recv.size(); ++b) {
-    if (recv[b] != kGuard) return "wrote past the end of recvbuf";
-  }
-  if (send != original) return "modified sendbuf";
-  return "";
+// The broadcast below chunk_bytes is the binomial tree, above it the chain.
+plx_result_t broadcast(Transport& t, uint64_t tag_base, const CollArgs& args) {
+  const size_t bytes = args.count * datatype_bytes(args.datatype);
+  return (bytes < args.chunk_bytes ? binomial_broadcast : chain_broadcast)(t, tag_base, args);
 }
 
 // Runs every case on an n-rank thread world; each rank checks its own results.
 void run_cases(int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
-  plexus::test::ThreadWorld world(n, eager_bytes);
-  std::vector<std::string> failures(n);
   // Barrier check: every rank bumps arrivals[k] just before barrier k and, once out of it,
   // must see all n arrivals.
   std::vector<std::atomic<int>> arrivals(cases.size());
-  const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const Case& c = cases[k];
-      const uint64_t tag_base = collective_tag_base(k + 1);
-      std::string why;
-      if (c.kind == Kind::Allreduce) {
-        why = run_allreduce(c, t, tag_base);
-      } else if (c.kind == Kind::Broadcast) {
-        why = run_broadcast(c, t, tag_base);
-      } else {
-        if ((r + k) % 3 == 0) std::this_thread::yield();  // vary the arrival order
-        arrivals[k].fetch_add(1);
-        const plx_result_t rc = dissemination_barrier(t, tag_base, CollArgs{});
-        if (rc != PLX_SUCCESS)
-          why = "returned " + std::to_string(rc);
-        else if (arrivals[k].load() != n) {
-          why = "left the barrier after " + std::to_string(arrivals[k].load()) + " arrivals";
-        }
-      }
-      if (!why.empty()) {
-        failures[r] = c.name(n) + ": rank " + std::to_string(r) + ": " + why;
-        return PLX_ERROR_INTERNAL;  // the other ranks then time out on the next case
-      }
+  const auto run = [&](size_t k, Transport& t, uint64_t tag_base) -> std::string {
+    const Case& c = cases[k];
+    if (c.kind == Kind::Allreduce) return check_allreduce(ring_allreduce, c.spec(), t, tag_base);
+    if (c.kind == Kind::Broadcast) return check_broadcast(broadcast, c.spec(), t, tag_base);
+    if ((t.rank() + k) % 3 == 0) std::this_thread::yield();  // vary the arrival order
+    arrivals[k].fetch_add(1);
+    const plx_result_t rc = dissemination_barrier(t, tag_base, CollArgs{});
+    if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc);
+    if (arrivals[k].load() != n) {
+      return "left the barrier after " + std::to_string(arrivals[k].load()) + " arrivals";
     }
-    return PLX_SUCCESS;
-  });
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(results[r], PLX_SUCCESS) << "n=" << n << " rank " << r << ": " << failures[r];
-  }
-  for (const std::string& e : world.protocol_errors()) ADD_FAILURE() << "n=" << n << ": " << e;
-  for (const std::string& e : world.leftover()) ADD_FAILURE() << "n=" << n << ": " << e;
+    return "";
+  };
+  const auto name = [&](size_t k) { return cases[k].name(n); };
+  run_case_list(n, cases.size(), run, name, eager_bytes);
 }
 
-std::vector<size_t> small_counts(int n) {
-  std::vector<size_t> counts = {0, 1, 2, static_cast<size_t>(n - 1), 1009};
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+// small_counts(n), and 0.
+std::vector<size_t> counts_and_zero(int n) {
+  std::vector<size_t> counts = small_counts(n);
+  counts.insert(counts.begin(), 0);
   return counts;
 }
 
@@ -168,7 +89,7 @@ class WorldSize : public ::testing::TestWithParam<int> {};
 TEST_P(WorldSize, AllreduceEveryDatatypeOpAndCount) {
   const int n = GetParam();
   std::vector<Case> cases;
-  for (size_t count : small_counts(n)) {
+  for (size_t count : counts_and_zero(n)) {
     for (int dt = 0; dt < PLX_NUM_DATATYPES; ++dt) {
       for (int op = 0; op < PLX_NUM_OPS; ++op) {
         for (bool in_place : {false, true}) {
@@ -200,8 +121,8 @@ TEST_P(WorldSize, AllreduceLargeCount) {
 TEST_P(WorldSize, BroadcastEveryRootAndCount) {
   const int n = GetParam();
   std::vector<Case> cases;
-  for (size_t count : small_counts(n)) {
-    for (int root : {0, n / 2, n - 1}) {
+  for (size_t count : counts_and_zero(n)) {
+    for (int root : roots(n)) {
       for (bool in_place : {false, true}) {
         // chunk 64: the tree below 64 bytes, the chain above; 1 MiB: always the tree here.
         for (size_t chunk : {size_t{64}, size_t{1} << 20}) {
@@ -244,45 +165,29 @@ TEST_P(WorldSize, CollectivesInterleavedWithEagerSends) {
 // A rank that never joins: the others must fail with PLX_ERROR_TIMEOUT and a message naming
 // themselves, neither hang nor crash (their in-flight requests are abandoned, see pipeline.h).
 TEST(AlgorithmFailure, MissingRankTimesOut) {
-  const std::vector<std::function<plx_result_t(Transport&)>> calls = {
-      [](Transport& t) {
-        std::vector<float> buf(1009, 1.0f);
-        CollArgs args;
-        args.sendbuf = args.recvbuf = buf.data();
-        args.count = buf.size();
-        args.chunk_bytes = 64;
-        return ring_allreduce(t, collective_tag_base(1), args);
-      },
-      [](Transport& t) {
-        std::vector<float> buf(1009, 1.0f);
-        CollArgs args;
-        args.recvbuf = buf.data();
-        args.count = buf.size();
-        args.root = 2;
-        args.chunk_bytes = 64;
-        return chain_broadcast(t, collective_tag_base(1), args);
-      },
-      [](Transport& t) { return dissemination_barrier(t, collective_tag_base(1), CollArgs{}); },
-  };
-  for (size_t k = 0; k < calls.size(); ++k) {
-    plexus::test::ThreadWorld world(3, 0, std::chrono::milliseconds(300));
-    std::vector<std::string> messages(3);
-    const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-      if (r == 2) return PLX_SUCCESS;  // never joins
-      const plx_result_t rc = calls[k](t);
-      messages[r] = last_error();
-      return rc;
-    });
-    for (int r = 0; r < 2; ++r) {
-      EXPECT_EQ(results[r], PLX_ERROR_TIMEOUT) << "call " << k << " rank " << r;
-      EXPECT_NE(messages[r].find("rank " + std::to_string(r)), std::string::npos)
-          << "call " << k << ": " << messages[r];
-    }
-  }
+  expect_missing_rank_times_out({.what = "ring_allreduce"}, [](Transport& t, float* buf, float*) {
+    CollArgs args;
+    args.sendbuf = args.recvbuf = buf;
+    args.count = 1009;
+    args.chunk_bytes = 64;
+    return ring_allreduce(t, collective_tag_base(1), args);
+  });
+  expect_missing_rank_times_out({.what = "chain_broadcast from the missing rank"},
+                                [](Transport& t, float*, float* recv) {
+                                  CollArgs args;
+                                  args.recvbuf = recv;
+                                  args.count = 1009;
+                                  args.root = 2;
+                                  args.chunk_bytes = 64;
+                                  return chain_broadcast(t, collective_tag_base(1), args);
+                                });
+  expect_missing_rank_times_out(
+      {.what = "dissemination_barrier"}, [](Transport& t, float*, float*) {
+        return dissemination_barrier(t, collective_tag_base(1), CollArgs{});
+      });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 8),
-                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 8), ranks_name);
 
 }  // namespace
 }  // namespace plexus::comm

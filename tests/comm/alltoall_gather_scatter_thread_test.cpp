@@ -2,12 +2,12 @@
 // pairwise_alltoallv, linear/binomial gather and linear/binomial scatter on the in-process
 // thread transport (tests/support/thread_transport.h): ranks are threads.
 //
-// The thread transport is strict (rendezvous sends, exact receive sizes, unique tags, nothing
-// left unmatched), so these tests also check each algorithm's message protocol. World sizes
-// 1..8; counts 1, 2, n-1, 1009 (prime) and 2^18+3; chunk_bytes 64 and 1 MiB; every datatype
-// (these collectives move data and have no op); in place and out of place; roots 0, n/2 and
-// n-1. Every buffer has guard bytes before and after it, alltoallv has gaps between its blocks,
-// and both must keep their bytes; sendbuf must come back unchanged.
+// The case lists run on tests/comm/thread_test_harness.h: a strict transport, so these tests
+// also check each algorithm's message protocol. World sizes 1..8; counts 1, 2, n-1, 1009 (prime)
+// and 2^18+3; chunk_bytes 64 and 1 MiB; every datatype (these collectives move data and have no
+// op); in place and out of place; roots 0, n/2 and n-1. Every buffer has guard bytes before and
+// after it, alltoallv has gaps between its blocks, and both must keep their bytes; sendbuf must
+// come back unchanged.
 //
 // Payload: element i of the block rank s sends to rank d is ((13s + 7d + 3i) mod 101) - 50,
 // exact in every datatype, so a block from the wrong rank, for the wrong rank or at a wrong
@@ -15,23 +15,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/error.h"
-#include "comm/reduce/reduce.h"
-#include "tests/comm/collective_reference.h"
-#include "tests/support/thread_transport.h"
+#include "tests/comm/thread_test_harness.h"
 
 namespace plexus::comm {
 namespace {
 
-using namespace plexus::test;  // NOLINT: the reference helpers
+using namespace plexus::test;  // NOLINT: the harness and reference helpers
 
 enum class Kind { Alltoall, Alltoallv, Gather, Scatter };
 
@@ -61,21 +55,18 @@ struct Case {
   int root;
   size_t shift = 0;  // alltoallv: counts are ((r + 2j + shift) mod 5) * count
 
+  CallSpec spec() const { return {count, dt, PLX_SUM, in_place, chunk_bytes, root}; }
   std::string name(int n) const {
-    std::string s = std::string(algo->name) + " n=" + std::to_string(n) +
-                    " count=" + std::to_string(count) + " " + datatype_name(dt);
+    std::string detail;
     if (algo->kind == Kind::Gather || algo->kind == Kind::Scatter) {
-      s += " root=" + std::to_string(root);
+      detail = " root=" + std::to_string(root);
     }
-    if (algo->kind == Kind::Alltoallv) s += " shift=" + std::to_string(shift);
-    s += in_place ? " in-place" : " out-of-place";
-    return s + " chunk_bytes=" + std::to_string(chunk_bytes);
+    if (algo->kind == Kind::Alltoallv) detail = " shift=" + std::to_string(shift);
+    return case_name(algo->name, n, spec(), detail);
   }
 };
 
-constexpr unsigned char kGuard = 0xa5;  // guard bytes and alltoallv gaps must keep this
 constexpr unsigned char kStale = 0x3c;  // what recvbuf holds before the call
-constexpr size_t kGuardBytes = 16;
 
 // One period (101 elements) of the block rank src sends to rank dst, encoded.
 std::vector<unsigned char> payload(plx_datatype_t dt, int src, int dst) {
@@ -87,25 +78,6 @@ std::vector<unsigned char> payload(plx_datatype_t dt, int src, int dst) {
   }
   return pattern;
 }
-
-// A buffer of `bytes` with kGuardBytes of kGuard on each side.
-class Guarded {
- public:
-  explicit Guarded(size_t bytes, unsigned char fill = kStale)
-      : mem_(bytes + 2 * kGuardBytes, kGuard) {
-    std::fill(mem_.begin() + kGuardBytes, mem_.end() - kGuardBytes, fill);
-  }
-  unsigned char* data() { return mem_.data() + kGuardBytes; }
-  bool guards_intact() const {
-    const auto is_guard = [](unsigned char b) { return b == kGuard; };
-    return std::all_of(mem_.begin(), mem_.begin() + kGuardBytes, is_guard) &&
-           std::all_of(mem_.end() - kGuardBytes, mem_.end(), is_guard);
-  }
-  bool operator==(const Guarded& other) const { return mem_ == other.mem_; }
-
- private:
-  std::vector<unsigned char> mem_;
-};
 
 // Fills block `b` (count elements) of buf with the payload from src to dst.
 void fill_block(unsigned char* buf, size_t b, size_t count, plx_datatype_t dt, int src, int dst) {
@@ -122,22 +94,17 @@ std::string check_block(const unsigned char* buf, size_t b, size_t count, plx_da
 }
 
 CollArgs make_args(const Case& c) {
-  CollArgs args;
-  args.collective = c.algo->kind == Kind::Alltoall    ? Collective::Alltoall
-                    : c.algo->kind == Kind::Alltoallv ? Collective::Alltoallv
-                    : c.algo->kind == Kind::Gather    ? Collective::Gather
-                                                      : Collective::Scatter;
-  args.count = c.count;
-  args.datatype = c.dt;
-  args.root = c.root;
-  args.chunk_bytes = c.chunk_bytes;
-  return args;
+  const Collective collective = c.algo->kind == Kind::Alltoall    ? Collective::Alltoall
+                                : c.algo->kind == Kind::Alltoallv ? Collective::Alltoallv
+                                : c.algo->kind == Kind::Gather    ? Collective::Gather
+                                                                  : Collective::Scatter;
+  return args_of(collective, c.spec());
 }
 
 std::string run_alltoall(const Case& c, Transport& t, uint64_t tag_base) {
   const int n = t.size(), r = t.rank();
   const size_t bytes = n * c.count * datatype_bytes(c.dt);
-  Guarded send(bytes), recv(bytes);
+  Guarded send(bytes, kStale), recv(bytes, kStale);
   for (int j = 0; j < n; ++j) fill_block(send.data(), j, c.count, c.dt, r, j);
   if (c.in_place) recv = send;
   const Guarded original = send;
@@ -224,7 +191,7 @@ std::string run_gather(const Case& c, Transport& t, uint64_t tag_base) {
   const int n = t.size(), r = t.rank();
   const size_t elem = datatype_bytes(c.dt), block = c.count * elem;
   const bool root = r == c.root;
-  Guarded send(block), recv(root ? n * block : 0);
+  Guarded send(block, kStale), recv(root ? n * block : 0, kStale);
   fill_block(send.data(), 0, c.count, c.dt, r, c.root);
   if (root && c.in_place) fill_block(recv.data(), r, c.count, c.dt, r, c.root);
   const Guarded original = send;
@@ -248,7 +215,7 @@ std::string run_scatter(const Case& c, Transport& t, uint64_t tag_base) {
   const int n = t.size(), r = t.rank();
   const size_t elem = datatype_bytes(c.dt), block = c.count * elem;
   const bool root = r == c.root;
-  Guarded send(root ? n * block : 0), recv(block);
+  Guarded send(root ? n * block : 0, kStale), recv(block, kStale);
   if (root) {
     for (int j = 0; j < n; ++j) fill_block(send.data(), j, c.count, c.dt, c.root, j);
   }
@@ -266,48 +233,24 @@ std::string run_scatter(const Case& c, Transport& t, uint64_t tag_base) {
   return "";
 }
 
-// Runs every case on an n-rank thread world, one launch of the rank threads, one collective per
-// case with tag_base = collective_tag_base(case number + 1); each rank checks its own results.
+// Runs every case on an n-rank thread world; each rank checks its own results.
 void run_cases(int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
-  ThreadWorld world(n, eager_bytes);
-  std::vector<std::string> failures(n);
-  const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const Case& c = cases[k];
-      const uint64_t tag_base = collective_tag_base(k + 1);
-      std::string why;
-      switch (c.algo->kind) {
-        case Kind::Alltoall: why = run_alltoall(c, t, tag_base); break;
-        case Kind::Alltoallv: why = run_alltoallv(c, t, tag_base); break;
-        case Kind::Gather: why = run_gather(c, t, tag_base); break;
-        case Kind::Scatter: why = run_scatter(c, t, tag_base); break;
-      }
-      if (!why.empty()) {
-        failures[r] = c.name(n) + ": rank " + std::to_string(r) + ": " + why;
-        return PLX_ERROR_INTERNAL;  // the other ranks then time out on a later case
-      }
+  const auto run = [&](size_t k, Transport& t, uint64_t tag_base) -> std::string {
+    const Case& c = cases[k];
+    switch (c.algo->kind) {
+      case Kind::Alltoall:
+        return run_alltoall(c, t, tag_base);
+      case Kind::Alltoallv:
+        return run_alltoallv(c, t, tag_base);
+      case Kind::Gather:
+        return run_gather(c, t, tag_base);
+      case Kind::Scatter:
+        return run_scatter(c, t, tag_base);
     }
-    return PLX_SUCCESS;
-  });
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(results[r], PLX_SUCCESS) << "n=" << n << " rank " << r << ": " << failures[r];
-  }
-  for (const std::string& e : world.protocol_errors()) ADD_FAILURE() << "n=" << n << ": " << e;
-  for (const std::string& e : world.leftover()) ADD_FAILURE() << "n=" << n << ": " << e;
-}
-
-std::vector<size_t> small_counts(int n) {
-  std::vector<size_t> counts = {1, 2, static_cast<size_t>(n > 1 ? n - 1 : 1), 1009};
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  return counts;
-}
-
-std::vector<int> roots(int n) {
-  std::vector<int> out = {0, n / 2, n - 1};
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+    return "unknown kind";
+  };
+  const auto name = [&](size_t k) { return cases[k].name(n); };
+  run_case_list(n, cases.size(), run, name, eager_bytes);
 }
 
 // The cases of one algorithm for one count, datatype and chunk size: in place and out of place
@@ -367,8 +310,7 @@ TEST_P(WorldSize, EagerSendsRunAhead) {
   run_cases(n, cases, /*eager_bytes=*/1 << 16);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9),
-                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9), ranks_name);
 
 // Every alltoallv count 0 but one pair's: zero blocks send nothing, the one block arrives.
 TEST(Alltoallv, MostlyZeroCounts) {
@@ -396,8 +338,7 @@ TEST(Alltoallv, MostlyZeroCounts) {
     EXPECT_EQ(results[r], PLX_SUCCESS) << "rank " << r;
     EXPECT_EQ(failures[r], "") << "rank " << r;
   }
-  EXPECT_TRUE(world.protocol_errors().empty());
-  EXPECT_TRUE(world.leftover().empty());
+  expect_protocol_clean(world, "alltoallv");
 }
 
 // Bad alltoallv arguments a rank can see alone: in place, and an own block whose send and
@@ -433,35 +374,24 @@ TEST(Alltoallv, RejectsWhatOneRankCanSee) {
               std::string::npos)
         << messages[r];
   }
-  EXPECT_TRUE(world.protocol_errors().empty());
-  EXPECT_TRUE(world.leftover().empty());
+  expect_protocol_clean(world, "alltoallv");
 }
 
 // Rank 2, the root, never joins: every other rank must fail with PLX_ERROR_TIMEOUT and a
 // message naming itself, neither hang nor crash (in-flight requests are abandoned on purpose).
 TEST(AlgorithmFailure, MissingRankTimesOut) {
+  const size_t count = 1009;
+  const std::vector<size_t> counts(3, count), displs = {0, count, 2 * count};
   for (const Algorithm* a : kAll) {
-    ThreadWorld world(3, 0, std::chrono::milliseconds(300));
-    std::vector<std::string> messages(3);
-    const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-      if (r == 2) return PLX_SUCCESS;  // never joins
-      const size_t count = 1009;
-      std::vector<float> send(3 * count, 1.0f), recv(3 * count, 0.0f);
-      std::vector<size_t> counts(3, count), displs = {0, count, 2 * count};
-      CollArgs args = make_args({a, count, PLX_FLOAT32, false, 64, 2});
-      args.sendbuf = send.data();
-      args.recvbuf = recv.data();
-      args.sendcounts = args.recvcounts = counts.data();
-      args.sdispls = args.rdispls = displs.data();
-      const plx_result_t rc = a->fn(t, collective_tag_base(1), args);
-      messages[r] = last_error();
-      return rc;
-    });
-    for (int r = 0; r < 2; ++r) {
-      EXPECT_EQ(results[r], PLX_ERROR_TIMEOUT) << a->name << " rank " << r;
-      EXPECT_NE(messages[r].find("rank " + std::to_string(r)), std::string::npos)
-          << a->name << ": " << messages[r];
-    }
+    expect_missing_rank_times_out(
+        {.what = a->name, .floats = 3 * count}, [&](Transport& t, float* send, float* recv) {
+          CollArgs args = make_args({a, count, PLX_FLOAT32, false, 64, 2});
+          args.sendbuf = send;
+          args.recvbuf = recv;
+          args.sendcounts = args.recvcounts = counts.data();
+          args.sdispls = args.rdispls = displs.data();
+          return a->fn(t, collective_tag_base(1), args);
+        });
   }
 }
 

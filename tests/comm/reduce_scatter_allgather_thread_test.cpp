@@ -7,9 +7,8 @@
 // is partial); counts 1, 2, n-1, 1009 (prime) and 2^18+3; chunk_bytes 64 (deep pipelines) and
 // 1 MiB (one slice); every datatype, every op for reduce-scatter; in place and out of place, as
 // algorithms.h defines them. Every buffer has guard bytes on both sides; sendbuf (in place: all
-// of it but block r) must come back unchanged. Each world runs its whole list of cases in one
-// launch of its rank threads, one collective per case with its own tag base, as a communicator
-// would.
+// of it but block r) must come back unchanged. The case lists run on
+// tests/comm/thread_test_harness.h.
 //
 // Expected values are closed forms (tests/comm/collective_reference.h): reduce-scatter input
 // element i of rank r is allreduce_input(op, dt, r, i) over the n*count vector, so rank r's
@@ -18,26 +17,20 @@
 // case, rank and index.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <iterator>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/error.h"
-#include "comm/reduce/reduce.h"
-#include "tests/comm/collective_reference.h"
-#include "tests/support/thread_transport.h"
+#include "tests/comm/thread_test_harness.h"
 
 namespace plexus::comm {
 namespace {
 
-using namespace plexus::test;  // NOLINT: the reference helpers
+using namespace plexus::test;  // NOLINT: the harness and reference helpers
 
 struct Algorithm {
   const char* name;
@@ -59,28 +52,9 @@ struct Case {
   bool in_place;
   size_t chunk_bytes;
 
+  CallSpec spec() const { return {count, dt, op, in_place, chunk_bytes}; }
   std::string name(const Algorithm& a, int n) const {
-    std::string s = std::string(a.name) + " n=" + std::to_string(n) +
-                    " count=" + std::to_string(count) + " " + datatype_name(dt);
-    if (a.reduces) s += std::string(" ") + op_name(op);
-    s += in_place ? " in-place" : " out-of-place";
-    return s + " chunk_bytes=" + std::to_string(chunk_bytes);
-  }
-};
-
-constexpr unsigned char kGuard = 0xa5;
-constexpr size_t kGuardBytes = 16;  // before and after every buffer
-
-// `bytes` of storage with kGuardBytes of kGuard on each side.
-struct Guarded {
-  std::vector<unsigned char> storage;
-  explicit Guarded(size_t bytes) : storage(bytes + 2 * kGuardBytes, kGuard) {}
-  unsigned char* data() { return storage.data() + kGuardBytes; }
-  bool guards_intact() const {
-    for (size_t b = 0; b < kGuardBytes; ++b) {
-      if (storage[b] != kGuard || storage[storage.size() - 1 - b] != kGuard) return false;
-    }
-    return true;
+    return case_name(a.name, n, spec(), a.reduces ? std::string(" ") + op_name(op) : "");
   }
 };
 
@@ -96,14 +70,9 @@ std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, si
 }
 
 CollArgs make_args(Collective collective, const void* send, void* recv, const Case& c) {
-  CollArgs args;
-  args.collective = collective;
+  CollArgs args = args_of(collective, c.spec());
   args.sendbuf = send;
   args.recvbuf = recv;
-  args.count = c.count;
-  args.datatype = c.dt;
-  args.op = c.op;
-  args.chunk_bytes = c.chunk_bytes;
   return args;
 }
 
@@ -124,10 +93,9 @@ std::string run_reduce_scatter(const Algorithm& a, const Case& c, Transport& t, 
   if (!why.empty()) return why;
   if (!send.guards_intact() || !recv.guards_intact()) return "wrote outside a buffer";
   if (c.in_place) {  // every block but r unchanged
-    std::memcpy(send.data() + r * block_bytes,
-                original.storage.data() + kGuardBytes + r * block_bytes, block_bytes);
+    std::memcpy(send.data() + r * block_bytes, original.data() + r * block_bytes, block_bytes);
   }
-  if (send.storage != original.storage) return "modified sendbuf outside the output block";
+  if (!(send == original)) return "modified sendbuf outside the output block";
   return "";
 }
 
@@ -148,40 +116,18 @@ std::string run_allgather(const Algorithm& a, const Case& c, Transport& t, uint6
     if (!why.empty()) return "block " + std::to_string(g) + " " + why;
   }
   if (!send.guards_intact() || !recv.guards_intact()) return "wrote outside a buffer";
-  if (send.storage != original.storage) return "modified sendbuf";
+  if (!(send == original)) return "modified sendbuf";
   return "";
 }
 
 // Runs every case of algorithm `a` on an n-rank thread world; each rank checks its own results.
 void run_cases(const Algorithm& a, int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
-  ThreadWorld world(n, eager_bytes);
-  std::vector<std::string> failures(n);
-  const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const uint64_t tag_base = collective_tag_base(k + 1);
-      const std::string why = a.reduces ? run_reduce_scatter(a, cases[k], t, tag_base)
-                                        : run_allgather(a, cases[k], t, tag_base);
-      if (!why.empty()) {
-        failures[r] = cases[k].name(a, n) + ": rank " + std::to_string(r) + ": " + why;
-        return PLX_ERROR_INTERNAL;  // the other ranks then time out on the next case
-      }
-    }
-    return PLX_SUCCESS;
-  });
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(results[r], PLX_SUCCESS)
-        << a.name << " n=" << n << " rank " << r << ": " << failures[r];
-  }
-  for (const std::string& e : world.protocol_errors()) ADD_FAILURE() << a.name << ": " << e;
-  for (const std::string& e : world.leftover()) ADD_FAILURE() << a.name << ": " << e;
-}
-
-std::vector<size_t> small_counts(int n) {
-  std::vector<size_t> counts = {1, 2, static_cast<size_t>(n - 1), 1009};
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  if (counts.front() == 0) counts.erase(counts.begin());  // the C ABI never calls with count 0
-  return counts;
+  const auto run = [&](size_t k, Transport& t, uint64_t tag_base) {
+    return a.reduces ? run_reduce_scatter(a, cases[k], t, tag_base)
+                     : run_allgather(a, cases[k], t, tag_base);
+  };
+  const auto name = [&](size_t k) { return cases[k].name(a, n); };
+  run_case_list(n, cases.size(), run, name, eager_bytes);
 }
 
 // Every datatype (and op, when the algorithm reduces), both placements, both chunk sizes.
@@ -261,25 +207,16 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, ReduceScatterAllgather, ::testing::ValuesIn
 TEST(ReduceScatterAllgatherFailure, MissingRankTimesOut) {
   for (const Algorithm& a : kAlgorithms) {
     for (int n : {3, 4}) {
-      ThreadWorld world(n, 0, std::chrono::milliseconds(300));
-      std::vector<std::string> messages(n);
-      const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-        if (r == n - 1) return PLX_SUCCESS;  // never joins
-        std::vector<float> send(n * 1009, 1.0f), recv(n * 1009);
-        CollArgs args;
-        args.sendbuf = send.data();
-        args.recvbuf = recv.data();
-        args.count = 1009;
-        args.chunk_bytes = 64;
-        const plx_result_t rc = a.fn(t, collective_tag_base(1), args);
-        messages[r] = last_error();
-        return rc;
-      });
-      for (int r = 0; r < n - 1; ++r) {
-        EXPECT_EQ(results[r], PLX_ERROR_TIMEOUT) << a.name << " n=" << n << " rank " << r;
-        EXPECT_NE(messages[r].find("rank " + std::to_string(r)), std::string::npos)
-            << a.name << " n=" << n << ": " << messages[r];
-      }
+      expect_missing_rank_times_out(
+          {.what = a.name, .ranks = n, .missing = n - 1, .floats = n * size_t{1009}},
+          [&](Transport& t, float* send, float* recv) {
+            CollArgs args;
+            args.sendbuf = send;
+            args.recvbuf = recv;
+            args.count = 1009;
+            args.chunk_bytes = 64;
+            return a.fn(t, collective_tag_base(1), args);
+          });
     }
   }
 }

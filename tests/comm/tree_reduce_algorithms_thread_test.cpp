@@ -2,37 +2,30 @@
 // binomial_reduce and ring_reduce on the in-process transport (tests/support/thread_transport.h):
 // ranks are threads.
 //
-// The thread transport is strict (rendezvous sends, exact receive sizes, unique tags, nothing
-// left unmatched), so these tests also check each algorithm's message protocol. World sizes
-// 1..8; counts 1, 2, n-1, 1009 (prime) and 2^18+3; chunk_bytes 64 (deep pipelines), 1 MiB (one
-// slice) and 1 (one element per slice); every datatype and op; in place and out of place; reduce
-// at roots 0, n/2 and n-1, with non-roots passing a NULL recvbuf or a buffer that must stay
-// untouched. Each world runs its whole list of cases in one launch of its rank threads, one
-// collective per case with its own tag base, as a communicator would.
+// The case lists run on tests/comm/thread_test_harness.h: a strict transport, so these tests
+// also check each algorithm's message protocol. World sizes 1..8; counts 1, 2, n-1, 1009 (prime)
+// and 2^18+3; chunk_bytes 64 (deep pipelines), 1 MiB (one slice) and 1 (one element per slice);
+// every datatype and op; in place and out of place; reduce at roots 0, n/2 and n-1, with
+// non-roots passing a NULL recvbuf or a buffer that must stay untouched.
 //
 // Inputs and expected values are closed forms, exact in every datatype whatever the reduction
 // order (tests/comm/collective_reference.h); a failure names the case, rank and index. The
 // double binary tree must also give bit-identical results on every rank for inexact float sums.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/error.h"
-#include "comm/reduce/reduce.h"
-#include "tests/comm/collective_reference.h"
-#include "tests/support/thread_transport.h"
+#include "tests/comm/thread_test_harness.h"
 
 namespace plexus::comm {
 namespace {
 
-using namespace plexus::test;  // NOLINT: the reference helpers
+using namespace plexus::test;  // NOLINT: the harness and reference helpers
 
 enum class Algo { DoubleTree, Binomial, Ring };
 
@@ -46,112 +39,53 @@ struct Case {
   int root = 0;           // reduce only
   bool null_recv = true;  // reduce only: non-roots pass recvbuf NULL (else a guarded buffer)
 
+  CallSpec spec() const { return {count, dt, op, in_place, chunk_bytes, root}; }
   std::string name(int n) const {
-    std::string s = algo == Algo::DoubleTree ? "double_binary_tree_allreduce"
-                    : algo == Algo::Binomial ? "binomial_reduce"
-                                             : "ring_reduce";
-    s += " n=" + std::to_string(n) + " count=" + std::to_string(count) + " " + datatype_name(dt) +
-         " " + op_name(op);
-    if (algo != Algo::DoubleTree) {
-      s += " root=" + std::to_string(root) + (null_recv ? " null-recv" : " guarded-recv");
+    if (algo == Algo::DoubleTree) {
+      return case_name("double_binary_tree_allreduce", n, spec(), std::string(" ") + op_name(op));
     }
-    s += in_place ? " in-place" : " out-of-place";
-    return s + " chunk_bytes=" + std::to_string(chunk_bytes);
+    return case_name(algo == Algo::Binomial ? "binomial_reduce" : "ring_reduce", n, spec(),
+                     std::string(" ") + op_name(op) + " root=" + std::to_string(root) +
+                         (null_recv ? " null-recv" : " guarded-recv"));
   }
 };
-
-constexpr unsigned char kGuard = 0xa5;  // bytes past (or instead of) an output must keep this
-
-std::string check_guard(const std::vector<unsigned char>& buf, size_t from, const char* what) {
-  for (size_t b = from; b < buf.size(); ++b) {
-    if (buf[b] != kGuard) return std::string("wrote ") + what + " at byte " + std::to_string(b);
-  }
-  return "";
-}
-
-std::string run_allreduce(const Case& c, Transport& t, uint64_t tag_base) {
-  const int n = t.size(), r = t.rank();
-  const size_t elem = datatype_bytes(c.dt);
-  std::vector<unsigned char> send((c.count + 1) * elem, kGuard), recv(send);
-  fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
-  if (c.in_place) recv = send;
-  const std::vector<unsigned char> original = send;
-  CollArgs args;
-  args.sendbuf = c.in_place ? recv.data() : send.data();
-  args.recvbuf = recv.data();
-  args.count = c.count;
-  args.datatype = c.dt;
-  args.op = c.op;
-  args.chunk_bytes = c.chunk_bytes;
-  const plx_result_t rc = double_binary_tree_allreduce(t, tag_base, args);
-  if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc) + ": " + last_error();
-  std::string why = check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
-  if (why.empty()) why = check_guard(recv, c.count * elem, "past the end of recvbuf");
-  if (why.empty() && !c.in_place && send != original) why = "modified sendbuf";
-  return why;
-}
 
 std::string run_reduce(const Case& c, Transport& t, uint64_t tag_base) {
   const int n = t.size(), r = t.rank();
   const bool root = r == c.root;
   const size_t elem = datatype_bytes(c.dt);
-  std::vector<unsigned char> send((c.count + 1) * elem, kGuard), recv(send);
+  Guarded send(c.count * elem), recv(c.count * elem);
   fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
   if (root && c.in_place) recv = send;
-  const std::vector<unsigned char> original = send;
-  CollArgs args;
-  args.collective = Collective::Reduce;
+  const Guarded original = send;
+  CollArgs args = args_of(Collective::Reduce, c.spec());
   args.sendbuf = root && c.in_place ? recv.data() : send.data();
   args.recvbuf = root || !c.null_recv ? recv.data() : nullptr;
-  args.count = c.count;
-  args.datatype = c.dt;
-  args.op = c.op;
-  args.root = c.root;
-  args.chunk_bytes = c.chunk_bytes;
   const plx_result_t rc =
       (c.algo == Algo::Binomial ? binomial_reduce : ring_reduce)(t, tag_base, args);
   if (rc != PLX_SUCCESS) return "returned " + std::to_string(rc) + ": " + last_error();
-  std::string why;
   if (root) {
-    why = check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
-    if (why.empty()) why = check_guard(recv, c.count * elem, "past the end of recvbuf");
-  } else {
-    why = check_guard(recv, 0, "into a non-root recvbuf");
+    const std::string why =
+        check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
+    if (!why.empty()) return why;
+    if (!recv.guards_intact()) return "wrote outside recvbuf";
+  } else if (!recv.untouched()) {
+    return "wrote into a non-root recvbuf";
   }
-  if (why.empty() && !(root && c.in_place) && send != original) why = "modified sendbuf";
-  return why;
+  if (!(send == original)) return "modified sendbuf";
+  return "";
 }
 
 // Runs every case on an n-rank thread world; each rank checks its own results.
 void run_cases(int n, const std::vector<Case>& cases, size_t eager_bytes = 0) {
-  ThreadWorld world(n, eager_bytes);
-  std::vector<std::string> failures(n);
-  const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const Case& c = cases[k];
-      const uint64_t tag_base = collective_tag_base(k + 1);
-      const std::string why =
-          c.algo == Algo::DoubleTree ? run_allreduce(c, t, tag_base) : run_reduce(c, t, tag_base);
-      if (!why.empty()) {
-        failures[r] = c.name(n) + ": rank " + std::to_string(r) + ": " + why;
-        return PLX_ERROR_INTERNAL;  // the other ranks then time out on a later case
-      }
-    }
-    return PLX_SUCCESS;
-  });
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(results[r], PLX_SUCCESS) << "n=" << n << " rank " << r << ": " << failures[r];
-  }
-  for (const std::string& e : world.protocol_errors()) ADD_FAILURE() << "n=" << n << ": " << e;
-  for (const std::string& e : world.leftover()) ADD_FAILURE() << "n=" << n << ": " << e;
-}
-
-std::vector<size_t> small_counts(int n) {
-  std::vector<size_t> counts = {1, 2, static_cast<size_t>(n - 1), 1009};
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  if (counts.front() == 0) counts.erase(counts.begin());  // the C ABI skips count 0
-  return counts;
+  const auto run = [&](size_t k, Transport& t, uint64_t tag_base) {
+    const Case& c = cases[k];
+    return c.algo == Algo::DoubleTree
+               ? check_allreduce(double_binary_tree_allreduce, c.spec(), t, tag_base)
+               : run_reduce(c, t, tag_base);
+  };
+  const auto name = [&](size_t k) { return cases[k].name(n); };
+  run_case_list(n, cases.size(), run, name, eager_bytes);
 }
 
 // Every count, datatype, op and in-place mode at chunk_bytes 64, every datatype and op at 1 MiB,
@@ -234,27 +168,16 @@ TEST_P(WorldSize, EagerSendsRunAhead) {
 // within rounding of a serial double-precision sum.
 TEST_P(WorldSize, DoubleBinaryTreeResultsAreBitIdentical) {
   const int n = GetParam();
+  const auto input = [](int r, size_t i) {  // an irregular value in (-1, 1)
+    const uint64_t h =
+        (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull + i) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<float>(static_cast<double>(h >> 11) / 9007199254740992.0 * 2 - 1);
+  };
   for (size_t count : {size_t{1009}, size_t{65537}}) {
     for (size_t chunk : {size_t{64}, size_t{1} << 20}) {
-      const auto input = [](int r, size_t i) {  // an irregular value in (-1, 1)
-        const uint64_t h =
-            (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull + i) * 0xbf58476d1ce4e5b9ull;
-        return static_cast<float>(static_cast<double>(h >> 11) / 9007199254740992.0 * 2 - 1);
-      };
-      std::vector<std::vector<float>> results(n);
-      ThreadWorld world(n);
-      const auto rcs = world.run([&](int r, Transport& t) -> plx_result_t {
-        std::vector<float> send(count);
-        for (size_t i = 0; i < count; ++i) send[i] = input(r, i);
-        results[r].assign(count, 0.0f);
-        CollArgs args;
-        args.sendbuf = send.data();
-        args.recvbuf = results[r].data();
-        args.count = count;
-        args.chunk_bytes = chunk;
-        return double_binary_tree_allreduce(t, collective_tag_base(1), args);
-      });
-      for (int r = 0; r < n; ++r) ASSERT_EQ(rcs[r], PLX_SUCCESS) << "rank " << r;
+      std::vector<std::vector<float>> results;
+      ASSERT_NO_FATAL_FAILURE(run_float_allreduce(double_binary_tree_allreduce, n, count, PLX_SUM,
+                                                  chunk, input, &results));
       for (int r = 1; r < n; ++r) {
         ASSERT_EQ(std::memcmp(results[r].data(), results[0].data(), count * sizeof(float)), 0)
             << "n=" << n << " count=" << count << " chunk=" << chunk << ": rank " << r
@@ -265,14 +188,11 @@ TEST_P(WorldSize, DoubleBinaryTreeResultsAreBitIdentical) {
         for (int r = 0; r < n; ++r) sum += input(r, i);
         ASSERT_NEAR(results[0][i], sum, 1e-6 * n) << "n=" << n << " index " << i;
       }
-      EXPECT_TRUE(world.protocol_errors().empty());
-      EXPECT_TRUE(world.leftover().empty());
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9),
-                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9), ranks_name);
 
 // A rank that never joins: the ranks that depend on it must fail with PLX_ERROR_TIMEOUT and a
 // message naming themselves, neither hang nor crash; a rank that does not depend on it (a leaf
@@ -282,40 +202,26 @@ TEST(TreeReduceFailure, MissingRankTimesOut) {
     const char* name;
     AlgorithmFn fn;
     int root;
-    std::vector<int> must_fail;
+    std::vector<int> may_finish;
   };
   const std::vector<Call> calls = {
-      {"double_binary_tree_allreduce", double_binary_tree_allreduce, 0, {0, 1}},
-      {"binomial_reduce root 0", binomial_reduce, 0, {0}},
-      {"binomial_reduce root 2", binomial_reduce, 2, {0, 1}},
-      {"ring_reduce root 0", ring_reduce, 0, {0, 1}},
-      {"ring_reduce root 2", ring_reduce, 2, {0, 1}},
+      {"double_binary_tree_allreduce", double_binary_tree_allreduce, 0, {}},
+      {"binomial_reduce root 0", binomial_reduce, 0, {1}},
+      {"binomial_reduce root 2", binomial_reduce, 2, {}},
+      {"ring_reduce root 0", ring_reduce, 0, {}},
+      {"ring_reduce root 2", ring_reduce, 2, {}},
   };
   for (const Call& call : calls) {
-    // The buffers outlive the world: abandoned requests still point into them.
-    std::vector<std::vector<float>> send(3, std::vector<float>(1009, 1.0f)), recv(send);
-    ThreadWorld world(3, 0, std::chrono::milliseconds(300));
-    std::vector<std::string> messages(3);
-    const auto results = world.run([&](int r, Transport& t) -> plx_result_t {
-      if (r == 2) return PLX_SUCCESS;  // never joins
-      CollArgs args;
-      args.sendbuf = send[r].data();
-      args.recvbuf = recv[r].data();
-      args.count = send[r].size();
-      args.root = call.root;
-      args.chunk_bytes = 64;
-      const plx_result_t rc = call.fn(t, collective_tag_base(1), args);
-      messages[r] = last_error();
-      return rc;
-    });
-    for (int r = 0; r < 2; ++r) {
-      const bool must =
-          std::find(call.must_fail.begin(), call.must_fail.end(), r) != call.must_fail.end();
-      if (!must && results[r] == PLX_SUCCESS) continue;
-      EXPECT_EQ(results[r], PLX_ERROR_TIMEOUT) << call.name << " rank " << r;
-      EXPECT_NE(messages[r].find("rank " + std::to_string(r)), std::string::npos)
-          << call.name << ": " << messages[r];
-    }
+    expect_missing_rank_times_out({.what = call.name, .may_finish = call.may_finish},
+                                  [&](Transport& t, float* send, float* recv) {
+                                    CollArgs args;
+                                    args.sendbuf = send;
+                                    args.recvbuf = recv;
+                                    args.count = 1009;
+                                    args.root = call.root;
+                                    args.chunk_bytes = 64;
+                                    return call.fn(t, collective_tag_base(1), args);
+                                  });
   }
 }
 

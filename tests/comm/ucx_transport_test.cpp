@@ -3,13 +3,12 @@
 //
 // Each case forks `n` ranks; each opens its own UcxTransport (loopback only) and the ranks swap
 // worker addresses through files in a fresh temporary directory (each rank writes its own, then
-// polls, time-bounded, for the others'). Messages: 0 bytes, 1 byte, 5 bytes into a larger buffer
-// and 7 MiB to every rank (itself included) with receives posted in the reverse order of the
-// sends; 200 tags to the right neighbour received in a shuffled order; a receive completed by
-// polling test(). Every byte is checked against a closed-form pattern; a failure names rank,
-// peer and index.
+// polls, time-bounded, for the others'). Messages (tests/comm/point_to_point_checks.h): 0 bytes,
+// 1 byte, 5 bytes into a larger buffer and 7 MiB to every rank (itself included) with receives
+// posted in the reverse order of the sends; 200 tags to the right neighbour received in a
+// shuffled order; a receive completed by polling test(). Every byte is checked against a
+// closed-form pattern; a failure names rank, peer and index.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,7 +25,9 @@
 #include "comm/core/async_state.h"
 #include "comm/transport/ucx/ucx_transport.h"
 #include "plexus/plexus.h"
+#include "tests/comm/point_to_point_checks.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
@@ -38,33 +39,11 @@ using comm::Transport;
 using comm::ucx::UcxTransport;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kTagBase = uint64_t{7} << 32;
-constexpr size_t kLargeBytes = size_t{7} << 20;
 constexpr auto kFileWait = std::chrono::seconds(60);
-
-std::string last_error() { return plx_get_last_error(nullptr); }
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
-
-// A fresh directory for one case's address files, removed when the case ends.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/plexus-ucx-test-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    path_ = made ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Writes `bytes` to dir/name atomically (a temporary name, then rename).
 bool write_file(const std::string& dir, const std::string& name,
@@ -129,148 +108,22 @@ int open_connected(const std::string& dir, int rank, int n, int timeout_ms,
   return 0;
 }
 
-uint8_t pattern(int src, int dst, uint64_t tag, size_t i) {
-  return static_cast<uint8_t>(src * 131 + dst * 31 + (tag & 0xffff) * 7 + i * 13 + (i >> 8));
-}
-
-std::vector<uint8_t> make_message(int src, int dst, uint64_t tag, size_t bytes) {
-  std::vector<uint8_t> data(bytes);
-  for (size_t i = 0; i < bytes; ++i) data[i] = pattern(src, dst, tag, i);
-  return data;
-}
-
-// Returns "" or the first wrong byte.
-std::string check_message(const std::vector<uint8_t>& got, size_t bytes, int src, int dst,
-                          uint64_t tag) {
-  for (size_t i = 0; i < bytes; ++i) {
-    if (got[i] != pattern(src, dst, tag, i)) {
-      return "message from rank " + std::to_string(src) + " tag " + std::to_string(tag & 0xffff) +
-             ": byte " + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " +
-             std::to_string(pattern(src, dst, tag, i));
-    }
-  }
-  return "";
-}
-
-// Sizes to every rank, receives posted in reverse order before the sends.
-int exchange_sizes(Transport& t, int rank, int n) {
-  const size_t sizes[] = {0, 1, 5, kLargeBytes};
-  const size_t capacity[] = {0, 1, 64, kLargeBytes};  // 5 bytes land in a 64-byte buffer
-  constexpr int kCases = 4;
-  std::vector<std::vector<uint8_t>> inbox(n * kCases), outbox(n * kCases);
-  std::vector<std::unique_ptr<Request>> requests;
-  std::vector<Request*> pointers;
-  if (rank % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // unexpected
-  for (int peer = n - 1; peer >= 0; --peer) {
-    for (int k = kCases - 1; k >= 0; --k) {
-      auto& buffer = inbox[peer * kCases + k];
-      buffer.assign(capacity[k], 0xEE);
-      requests.push_back(std::make_unique<Request>());
-      if (t.post_recv(peer, kTagBase | k, buffer.data(), capacity[k], *requests.back()) !=
-          PLX_SUCCESS) {
-        return rank_failure(rank, "post_recv: " + last_error());
-      }
-      pointers.push_back(requests.back().get());
-    }
-  }
-  for (int peer = 0; peer < n; ++peer) {
-    for (int k = 0; k < kCases; ++k) {
-      auto& buffer = outbox[peer * kCases + k];
-      buffer = make_message(rank, peer, kTagBase | k, sizes[k]);
-      requests.push_back(std::make_unique<Request>());
-      if (t.post_send(peer, kTagBase | k, buffer.data(), sizes[k], *requests.back()) !=
-          PLX_SUCCESS) {
-        return rank_failure(rank, "post_send: " + last_error());
-      }
-      pointers.push_back(requests.back().get());
-    }
-  }
-  if (t.wait_all(pointers.data(), pointers.size()) != PLX_SUCCESS) {
-    return rank_failure(rank, "wait_all: " + last_error());
-  }
-  for (Request* req : pointers) {
-    if (!req->done || req->result != PLX_SUCCESS) return rank_failure(rank, "request not done");
-  }
-  for (int peer = 0; peer < n; ++peer) {
-    for (int k = 0; k < kCases; ++k) {
-      const auto& got = inbox[peer * kCases + k];
-      std::string why = check_message(got, sizes[k], peer, rank, kTagBase | k);
-      if (!why.empty()) return rank_failure(rank, why);
-      for (size_t i = sizes[k]; i < capacity[k]; ++i) {
-        if (got[i] != 0xEE) return rank_failure(rank, "byte past the message was overwritten");
-      }
-    }
+// Rank 0's receive of 16 bytes from rank 1, which no send will match.
+int post_unmatched_recv(Transport& t, std::vector<uint8_t>* inbox, Request* recv) {
+  inbox->assign(16, 0);
+  if (t.post_recv(1, kTagBase, inbox->data(), inbox->size(), *recv) != PLX_SUCCESS) {
+    return rank_failure(0, "post_recv: " + last_error());
   }
   return 0;
-}
-
-// 200 tags to the right neighbour; the left neighbour's messages are received in a shuffled
-// order, so matching must go by tag, not by arrival.
-int many_tags(Transport& t, int rank, int n) {
-  constexpr int kTags = 200;
-  constexpr size_t kBytes = 64;
-  const int right = (rank + 1) % n;
-  const int left = (rank + n - 1) % n;
-  std::vector<std::vector<uint8_t>> inbox(kTags, std::vector<uint8_t>(kBytes)), outbox(kTags);
-  std::vector<Request> recvs(kTags), sends(kTags);
-  std::vector<Request*> pointers;
-  for (int j = 0; j < kTags; ++j) {
-    const int i = (j * 37 + 11) % kTags;  // a permutation (37 and 200 are coprime)
-    if (t.post_recv(left, kTagBase | (1000 + i), inbox[i].data(), kBytes, recvs[i]) !=
-        PLX_SUCCESS) {
-      return rank_failure(rank, "post_recv: " + last_error());
-    }
-    pointers.push_back(&recvs[i]);
-  }
-  for (int i = 0; i < kTags; ++i) {
-    outbox[i] = make_message(rank, right, kTagBase | (1000 + i), kBytes);
-    if (t.post_send(right, kTagBase | (1000 + i), outbox[i].data(), kBytes, sends[i]) !=
-        PLX_SUCCESS) {
-      return rank_failure(rank, "post_send: " + last_error());
-    }
-    pointers.push_back(&sends[i]);
-  }
-  if (t.wait_all(pointers.data(), pointers.size()) != PLX_SUCCESS) {
-    return rank_failure(rank, "wait_all: " + last_error());
-  }
-  for (int i = 0; i < kTags; ++i) {
-    std::string why = check_message(inbox[i], kBytes, left, rank, kTagBase | (1000 + i));
-    if (!why.empty()) return rank_failure(rank, why);
-  }
-  return 0;
-}
-
-// A receive completed by polling test() instead of wait_all().
-int poll_with_test(Transport& t, int rank, int n) {
-  const int right = (rank + 1) % n;
-  const int left = (rank + n - 1) % n;
-  const uint64_t tag = kTagBase | 5000;
-  std::vector<uint8_t> inbox(4096);
-  std::vector<uint8_t> outbox = make_message(rank, right, tag, 4096);
-  Request recv, send;
-  if (t.post_recv(left, tag, inbox.data(), inbox.size(), recv) != PLX_SUCCESS ||
-      t.post_send(right, tag, outbox.data(), outbox.size(), send) != PLX_SUCCESS) {
-    return rank_failure(rank, "post: " + last_error());
-  }
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  bool recv_done = false, send_done = false;
-  while (!(recv_done && send_done)) {
-    if (Clock::now() > deadline) return rank_failure(rank, "test(): no end");
-    if (t.test(recv, &recv_done) != PLX_SUCCESS || t.test(send, &send_done) != PLX_SUCCESS) {
-      return rank_failure(rank, "test: " + last_error());
-    }
-    if (!(recv_done && send_done)) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  std::string why = check_message(inbox, inbox.size(), left, rank, tag);
-  return why.empty() ? 0 : rank_failure(rank, why);
 }
 
 // Runs body(rank, dir) in n processes sharing a fresh address directory; expects all to pass.
 void expect_ranks_pass(int n, const std::function<int(int rank, const std::string& dir)>& body) {
-  TempDir dir;
+  TempDir dir("plexus-ucx-test");
   ASSERT_FALSE(dir.path().empty()) << "mkdtemp failed";
   const std::string path = dir.path();
-  const auto outcomes = run_ranks(n, [&](int rank) { return body(rank, path); }, 240);
+  const auto outcomes = run_ranks(
+      n, [&](int rank) { return body(rank, path); }, 240);
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
@@ -284,9 +137,7 @@ TEST_P(UcxMessagesTest, PointToPointMessagesArriveIntact) {
     if (int failed = open_connected(dir, rank, n, 60000, std::make_shared<AsyncState>(), &t)) {
       return failed;
     }
-    if (int failed = exchange_sizes(*t, rank, n)) return failed;
-    if (int failed = many_tags(*t, rank, n)) return failed;
-    if (int failed = poll_with_test(*t, rank, n)) return failed;
+    if (int failed = point_to_point_checks(*t, rank, n)) return failed;
     // Nobody closes while a peer may still need its endpoint.
     if (!file_barrier(dir, "done", rank, n)) return rank_failure(rank, "barrier: no end");
     t.reset();
@@ -371,12 +222,10 @@ TEST(UcxTransportTest, TimesOutWhenAPeerNeverSends) {
       return failed;
     }
     if (rank == 0) {
-      std::vector<uint8_t> inbox(16);
+      std::vector<uint8_t> inbox;
       Request recv;
       Request* reqs[] = {&recv};
-      if (t->post_recv(1, kTagBase, inbox.data(), inbox.size(), recv) != PLX_SUCCESS) {
-        return rank_failure(rank, "post_recv: " + last_error());
-      }
+      if (int failed = post_unmatched_recv(*t, &inbox, &recv)) return failed;
       if (t->wait_all(reqs, 1) != PLX_ERROR_TIMEOUT) {
         return rank_failure(rank, "wait_all did not time out: " + last_error());
       }
@@ -404,12 +253,10 @@ int wait_until_told(int rank, const std::string& dir, bool abort) {
   std::unique_ptr<UcxTransport> t;
   if (int failed = open_connected(dir, rank, 2, 60000, async, &t)) return failed;
   if (rank == 0) {
-    std::vector<uint8_t> inbox(16);
+    std::vector<uint8_t> inbox;
     Request recv;
     Request* reqs[] = {&recv};
-    if (t->post_recv(1, kTagBase, inbox.data(), inbox.size(), recv) != PLX_SUCCESS) {
-      return rank_failure(rank, "post_recv: " + last_error());
-    }
+    if (int failed = post_unmatched_recv(*t, &inbox, &recv)) return failed;
     std::thread teller([async, abort] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (abort) {
@@ -464,12 +311,10 @@ TEST(UcxTransportTest, DeadPeerFailsTheWait) {
       return 0;
     }
     if (!write_file(dir, "go", {1})) return rank_failure(rank, "cannot write the go file");
-    std::vector<uint8_t> inbox(16);
+    std::vector<uint8_t> inbox;
     Request recv;
     Request* reqs[] = {&recv};
-    if (t->post_recv(1, kTagBase, inbox.data(), inbox.size(), recv) != PLX_SUCCESS) {
-      return rank_failure(rank, "post_recv: " + last_error());
-    }
+    if (int failed = post_unmatched_recv(*t, &inbox, &recv)) return failed;
     const plx_result_t result = t->wait_all(reqs, 1);
     const std::string message = last_error();
     if (result != PLX_ERROR_REMOTE || !contains(message, "rank 0:") ||
