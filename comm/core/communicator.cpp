@@ -205,7 +205,9 @@ plx_result_t destroy_communicator(plx_comm* comm) {
     if (result == PLX_SUCCESS) clear_error();  // progress passes may have recorded noise
   } else if (comm->size > 1) {
     // A split communicator: a barrier, so that no member frees its endpoint while a peer's
-    // last messages to it are still in flight.
+    // last messages to it are still in flight. Members that leave it first close their
+    // endpoints while others still finish it: that is not a failure.
+    comm->transport->begin_shutdown();
     result = dissemination_barrier(*comm->transport, comm->next_tag_base(), CollArgs{});
   }
   // Every rank has said goodbye (or one was lost): nobody needs our endpoint any more.

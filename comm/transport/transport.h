@@ -72,6 +72,9 @@ class Transport {
   virtual plx_result_t connect(const std::vector<std::vector<uint8_t>>& addresses) = 0;
   // One progress pass with nothing to wait for. Never blocks; does nothing after a failure.
   virtual void poll_once() = 0;
+  // The communicator is shutting down: from now on a peer closing its endpoint (it finished
+  // first) is not a failure. Lost messages still end in PLX_ERROR_TIMEOUT.
+  virtual void begin_shutdown() {}
   // Opens a new, unconnected endpoint of the same kind and settings for a group of `size`
   // ranks in which this process is `rank` (communicator split). `async` is the new group's.
   virtual plx_result_t open_sibling(int rank, int size, int timeout_ms,

@@ -251,6 +251,12 @@ void UcxTransport::complete(Operation* op, void* ucx_request, int status_code) {
 }
 
 void UcxTransport::peer_failed(int peer, int status_code) {
+  if (shutting_down_) {
+    // A peer that finished the communicator's last barrier first has closed its endpoint.
+    log_message(LogLevel::Info, "rank {}: rank {} closed its UCX endpoint during shutdown: {}",
+                rank_, peer, ucs_status_string(static_cast<ucs_status_t>(status_code)));
+    return;
+  }
   record_pending(
       PLX_ERROR_REMOTE,
       fmt::format("rank {}: the UCX endpoint to rank {} failed: {} (the peer died or "

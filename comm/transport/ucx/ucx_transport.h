@@ -86,6 +86,7 @@ class UcxTransport final : public Transport {
   // One progress pass with nothing to wait for (plx_comm_destroy calls it while the other ranks
   // finish). Does nothing once the transport has failed. Never blocks.
   void poll_once() override;
+  void begin_shutdown() override { shutting_down_ = true; }
 
  private:
   friend struct UcxCallbacks;
@@ -122,6 +123,7 @@ class UcxTransport final : public Transport {
   OperationPool operations_;
   bool connected_ = false;
   size_t completions_ = 0;  // requests completed successfully, ever
+  bool shutting_down_ = false;  // begin_shutdown(): peers closing are not failures
   plx_result_t pending_code_ = PLX_SUCCESS;
   std::string pending_message_;
   plx_result_t failure_ = PLX_SUCCESS;
