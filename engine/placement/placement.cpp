@@ -1,5 +1,6 @@
 #include "engine/placement/placement.h"
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 
@@ -111,6 +112,13 @@ class Parser {
   size_t pos_ = 0;
 };
 
+// a * b, held at INT_MAX + 1 once it passes INT_MAX (three degrees of up to INT_MAX would
+// overflow even a long long).
+long long saturating_product(long long a, int b) {
+  const long long limit = static_cast<long long>(INT_MAX) + 1;
+  return a > limit / b ? limit : std::min(limit, a * b);
+}
+
 }  // namespace
 
 Placement parse_placement(const std::string& text) { return Parser(text).parse(); }
@@ -129,7 +137,7 @@ void resolve_placement(Placement& p, int world_size, int pipeline_degree, int te
       data = &a;
       continue;
     }
-    fixed *= a.degree;
+    fixed = saturating_product(fixed, a.degree);
   }
   if (data != nullptr) {
     if (world_size % fixed != 0) {
@@ -138,7 +146,7 @@ void resolve_placement(Placement& p, int world_size, int pipeline_degree, int te
                            ", so the D degree cannot be inferred");
     }
     data->degree = static_cast<int>(world_size / fixed);
-    fixed *= data->degree;
+    fixed = saturating_product(fixed, data->degree);
   }
   if (fixed != world_size) {
     std::string product;
@@ -146,9 +154,10 @@ void resolve_placement(Placement& p, int world_size, int pipeline_degree, int te
       if (!product.empty()) product += "*";
       product += a.letter + std::to_string(a.degree);
     }
-    throw PlacementError("placement '" + p.text + "': degrees " + product + " = " +
-                         std::to_string(fixed) + " do not multiply to the world size " +
-                         std::to_string(world_size));
+    const std::string value =
+        fixed > INT_MAX ? "more than " + std::to_string(INT_MAX) : std::to_string(fixed);
+    throw PlacementError("placement '" + p.text + "': degrees " + product + " = " + value +
+                         " do not multiply to the world size " + std::to_string(world_size));
   }
 }
 

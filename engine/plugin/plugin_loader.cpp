@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -60,7 +61,7 @@ std::vector<std::string> available_plugins() {
 LoadedPlugin::LoadedPlugin(LoadedPlugin&& other) noexcept
     : handle_(other.handle_), api_(other.api_), path_(std::move(other.path_)) {
   other.handle_ = nullptr;
-  other.api_ = nullptr;
+  other.api_ = plx_plugin_t{};
 }
 
 LoadedPlugin& LoadedPlugin::operator=(LoadedPlugin&& other) noexcept {
@@ -70,7 +71,7 @@ LoadedPlugin& LoadedPlugin::operator=(LoadedPlugin&& other) noexcept {
     api_ = other.api_;
     path_ = std::move(other.path_);
     other.handle_ = nullptr;
-    other.api_ = nullptr;
+    other.api_ = plx_plugin_t{};
   }
   return *this;
 }
@@ -107,15 +108,24 @@ LoadedPlugin load_plugin(const std::string& name) {
     throw PluginError("plugin '" + name + "': " + found + " does not export " +
                       PLX_PLUGIN_ENTRY_SYMBOL);
   }
-  plugin.api_ = entry();
-  if (plugin.api_ == nullptr || plugin.api_->abi_version > PLX_PLUGIN_ABI_VERSION ||
-      plugin.api_->struct_size < sizeof(plx_plugin_t) || plugin.api_->name == nullptr) {
+  const plx_plugin_t* table = entry();
+  // A version N table is at least as large as version N's fields; older versions load with the
+  // later hooks read as NULL (the table grows only by appending).
+  const size_t needed = table == nullptr          ? sizeof(plx_plugin_t)
+                        : table->abi_version >= 2 ? sizeof(plx_plugin_t)
+                                                  : PLX_PLUGIN_V1_SIZE;
+  if (table == nullptr || table->abi_version < 1 ||
+      table->abi_version > PLX_PLUGIN_ABI_VERSION || table->struct_size < needed ||
+      table->name == nullptr) {
     throw PluginError("plugin '" + name + "': " + found + " was built for plugin ABI " +
-                      std::to_string(plugin.api_ ? plugin.api_->abi_version : 0) +
-                      " but this engine speaks " + std::to_string(PLX_PLUGIN_ABI_VERSION));
+                      std::to_string(table ? table->abi_version : 0) +
+                      (table ? " (table of " + std::to_string(table->struct_size) + " bytes)"
+                             : std::string()) +
+                      " but this engine speaks 1.." + std::to_string(PLX_PLUGIN_ABI_VERSION));
   }
-  if (name != plugin.api_->name) {
-    throw PluginError("plugin '" + name + "': " + found + " calls itself '" + plugin.api_->name +
+  std::memcpy(&plugin.api_, table, std::min(table->struct_size, sizeof(plx_plugin_t)));
+  if (name != plugin.api_.name) {
+    throw PluginError("plugin '" + name + "': " + found + " calls itself '" + plugin.api_.name +
                       "'");
   }
   return plugin;

@@ -15,12 +15,19 @@
 #include <fmt/core.h>
 
 #include "engine/data/text_dataset.h"
-#include "engine/model/gpt.h"
+#include "engine/model/gpt_shard.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/grad_clip.h"
+#include "engine/placement/layer_partition.h"
 #include "engine/placement/placement.h"
 #include "engine/plugin/plugin_loader.h"
+#include "engine/train/active_plugins.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/explain.h"
+#include "engine/train/gradient_sync.h"
+#include "engine/train/param_gather.h"
+#include "engine/train/parallel_groups.h"
+#include "engine/train/stage_model.h"
 #include "engine/train/world.h"
 #include "topology/host.h"
 
@@ -33,23 +40,6 @@ class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
-
-// A plugin loaded and created for this rank. Held by unique_ptr and never moved, because the
-// context handed to create() (its args, in particular) must stay valid until destroy().
-struct ActivePlugin {
-  LoadedPlugin library;
-  void* state = nullptr;
-  std::vector<std::string> args;
-  std::vector<const char*> arg_pointers;
-
-  ActivePlugin() = default;
-  ActivePlugin(const ActivePlugin&) = delete;
-  ActivePlugin& operator=(const ActivePlugin&) = delete;
-  ~ActivePlugin() {
-    if (state && library.api().destroy) library.api().destroy(state);
-  }
-};
-using ActivePlugins = std::vector<std::unique_ptr<ActivePlugin>>;
 
 // Linear warm-up, then cosine decay to lr * min_lr_ratio at the last step (as in nanoGPT).
 float learning_rate(const TrainOptions& o, int64_t step) {
@@ -77,7 +67,15 @@ GptConfig model_config(const TrainOptions& o) {
   return c;
 }
 
-void check_options(const TrainOptions& o, int data_degree) {
+int schedule_code(const std::string& name) {
+  if (name == "simple") return PLX_PIPELINE_SIMPLE;
+  if (name == "1f1b") return PLX_PIPELINE_1F1B;
+  if (name == "interleaved") return PLX_PIPELINE_INTERLEAVED;
+  throw UsageError(fmt::format("--pipeline-schedule '{}' is not one of simple, 1f1b, interleaved",
+                               name));
+}
+
+void check_options(const TrainOptions& o, const Placement& placement) {
   auto positive = [](const char* name, int64_t v) {
     if (v < 1) throw UsageError(fmt::format("--{} must be at least 1, got {}", name, v));
   };
@@ -86,6 +84,8 @@ void check_options(const TrainOptions& o, int data_degree) {
   positive("seq-len", o.model.seq_len);
   positive("val-batches", o.val_batches);
   positive("log-every", o.log_every);
+  positive("microbatches", o.microbatches);
+  positive("virtual-stages", o.virtual_stages);
   auto at_least_zero = [](const char* name, double v) {
     if (!(v >= 0) || !std::isfinite(v)) {
       throw UsageError(fmt::format("--{} must be a finite number >= 0, got {}", name, v));
@@ -99,84 +99,41 @@ void check_options(const TrainOptions& o, int data_degree) {
   at_least_zero("time-limit", o.time_limit_s);
   at_least_zero("target-val-loss", o.target_val_loss);
   at_least_zero("min-lr-ratio", o.min_lr_ratio);
+  const int data_degree = placement.degree('D'), P = placement.degree('P');
   if (o.global_batch % data_degree != 0) {
     throw UsageError(fmt::format("--batch-size {} is not divisible by the data-parallel degree {}",
                                  o.global_batch, data_degree));
+  }
+  const int rows = o.global_batch / data_degree;
+  if (rows % o.microbatches != 0) {
+    throw UsageError(fmt::format("--batch-size {} gives {} rows per data-parallel rank, which do "
+                                 "not split into --microbatches {} equal microbatches",
+                                 o.global_batch, rows, o.microbatches));
+  }
+  const int schedule = schedule_code(o.pipeline_schedule);
+  if (o.virtual_stages > 1 && schedule != PLX_PIPELINE_INTERLEAVED) {
+    throw UsageError(fmt::format("--virtual-stages {} needs --pipeline-schedule interleaved, got {}",
+                                 o.virtual_stages, o.pipeline_schedule));
+  }
+  if (o.virtual_stages > 1 && P == 1) {
+    throw UsageError(fmt::format("--virtual-stages {} needs a pipeline degree above 1 (placement "
+                                 "'{}' has P1)",
+                                 o.virtual_stages, o.placement));
+  }
+  if (schedule == PLX_PIPELINE_INTERLEAVED && P > 1 && o.microbatches % P != 0) {
+    throw UsageError(fmt::format("--microbatches {} is not a multiple of the pipeline degree {} "
+                                 "(the interleaved schedule needs it)",
+                                 o.microbatches, P));
   }
   if (!(o.lr > 0) || !std::isfinite(o.lr)) {
     throw UsageError(fmt::format("--lr must be a finite positive number, got {}", o.lr));
   }
 }
 
-ActivePlugins create_plugins(const Placement& placement, World& world,
-                                         size_t bucket_bytes) {
-  // One plugin per written axis (or per implied axis of degree > 1), then each "+plugin".
-  struct Wanted {
-    std::string name;
-    std::vector<std::string> args;
-    char axis;  // the axis whose group and coordinate the plugin gets
-  };
-  std::vector<Wanted> wanted;
-  for (const Axis& axis : placement.axes) {
-    if (axis.written || axis.degree > 1) wanted.push_back({std::string(1, axis.letter), {}, axis.letter});
-  }
-  // "+plugins" act on the data-parallel group, whatever their name.
-  for (const PluginSpec& spec : placement.plugins) wanted.push_back({spec.name, spec.args, 'D'});
-
-  ActivePlugins plugins;
-  for (auto& [name, args, letter] : wanted) {
-    auto owned = std::make_unique<ActivePlugin>();
-    ActivePlugin& plugin = *owned;
-    plugin.library = load_plugin(name);
-    plugin.args = args;
-    for (const std::string& a : plugin.args) plugin.arg_pointers.push_back(a.c_str());
-    plx_plugin_context_t context = PLX_PLUGIN_CONTEXT_INIT;
-    context.world = world.comm();
-    context.group = world.comm();  // only D has degree > 1 until communicator split lands
-    context.degree = placement.degree(letter);
-    context.coordinate = placement.coordinate(world.rank(), letter);
-    context.args = plugin.arg_pointers.data();
-    context.num_args = plugin.arg_pointers.size();
-    context.bucket_bytes = bucket_bytes;
-    if (plugin.library.api().create) {
-      char err[512] = {};
-      plx_result_t r = plugin.library.api().create(&context, &plugin.state, err, sizeof(err));
-      if (r != PLX_SUCCESS) {
-        if (r == PLX_ERROR_INVALID_ARGUMENT || r == PLX_ERROR_INVALID_USAGE) throw UsageError(err);
-        throw std::runtime_error(err);
-      }
-    }
-    plugins.push_back(std::move(owned));
-  }
-  return plugins;
-}
-
-void explain(const Placement& placement, const ActivePlugins& plugins, World& world,
-             const GptConfig& config) {
-  std::string coords;
-  for (const Axis& a : placement.axes) {
-    coords += fmt::format("{}{}={}", coords.empty() ? "" : ", ", static_cast<char>(a.letter + 32),
-                          placement.coordinate(world.rank(), a.letter));
-  }
-  std::string line = fmt::format("explain: rank {} of {}: ({})", world.rank(), world.size(), coords);
-  for (const Axis& a : placement.axes) {
-    std::string ranks;
-    for (int r : placement.group_ranks(world.rank(), a.letter)) {
-      ranks += fmt::format("{}{}", ranks.empty() ? "" : ",", r);
-    }
-    line += fmt::format("; {} group [{}]", a.letter, ranks);
-  }
-  line += fmt::format("; layers 0..{} (all)", config.n_layer - 1);
-  for (const auto& p : plugins) {
-    line += fmt::format("; plugin {} {} ({})", p->library.api().name, p->library.api().version,
-                        p->library.path());
-  }
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-}
-
-Checkpoint make_checkpoint(const TrainOptions& o, const GptConfig& c, const Gpt& model,
-                           const std::vector<float>& m, const std::vector<float>& v,
+// A checkpoint of the full model (Gpt's flat layout) from buffers gathered on rank 0; adam_m and
+// adam_v may be empty (--save-params writes the parameters only).
+Checkpoint make_checkpoint(const TrainOptions& o, const GptConfig& c, std::vector<float> params,
+                           std::vector<float> adam_m, std::vector<float> adam_v,
                            int64_t next_step, float last_val_loss) {
   Checkpoint ck;
   ck.header["format"] = "plexus-gpt";
@@ -189,59 +146,160 @@ Checkpoint make_checkpoint(const TrainOptions& o, const GptConfig& c, const Gpt&
   ck.header["global_batch"] = o.global_batch;
   ck.header["val_loss"] = last_val_loss;
   nlohmann::json tensors = nlohmann::json::array();
-  for (const ParamTensor& t : model.param_table()) {
-    tensors.push_back({{"name", t.name}, {"offset", t.offset}, {"shape", t.shape}});
+  const ShardSpec whole{0, c.n_layer, true, true, 1, 0};
+  for (const ShardTensor& t : shard_tensors(c, whole)) {
+    tensors.push_back({{"name", t.name}, {"offset", t.full_offset}, {"shape", t.full_shape}});
   }
   ck.header["tensors"] = tensors;
-  ck.sections.push_back({"params", std::vector<float>(model.params(),
-                                                      model.params() + model.num_params())});
-  ck.sections.push_back({"adam_m", m});
-  ck.sections.push_back({"adam_v", v});
+  ck.sections.push_back({"params", std::move(params)});
+  if (!adam_m.empty()) ck.sections.push_back({"adam_m", std::move(adam_m)});
+  if (!adam_v.empty()) ck.sections.push_back({"adam_v", std::move(adam_v)});
   return ck;
 }
 
+// The tensor plugin's hook as the layers' TensorParallelOps; a failure throws CommFailure.
+TensorParallelOps tensor_ops(const ActivePlugin* plugin) {
+  TensorParallelOps ops;
+  if (plugin == nullptr) return ops;
+  auto call = [hook = plugin->tensor_allreduce(), state = plugin->state](float* data,
+                                                                         size_t count,
+                                                                         plx_red_op_t op) {
+    char err[512] = {};
+    plx_result_t r = hook(state, data, count, op, err, sizeof(err));
+    if (r != PLX_SUCCESS) throw CommFailure(r, err);
+  };
+  ops.allreduce_sum = [call](float* data, size_t count) { call(data, count, PLX_SUM); };
+  ops.allreduce_max = [call](float* data, size_t count) { call(data, count, PLX_MAX); };
+  return ops;
+}
+
+// The one plugin with hook `has` (nullptr if none); throws UsageError if several have it.
+template <typename Has>
+ActivePlugin* plugin_with(const ActivePlugins& plugins, Has has, const char* hook) {
+  ActivePlugin* found = nullptr;
+  for (const auto& p : plugins) {
+    if (!has(*p)) continue;
+    if (found != nullptr) {
+      throw UsageError(fmt::format("plugins '{}' and '{}' both provide {}; only one may",
+                                   found->library.api().name, p->library.api().name, hook));
+    }
+    found = p.get();
+  }
+  return found;
+}
+
+// The step's per-chunk optimizer state.
+struct ChunkState {
+  std::vector<float> m, v;
+  std::vector<uint8_t> decay;
+};
+
+// Every rank's share of a value that only the head's tensor rank 0 knows (the loss), summed over
+// the world and divided by |D|: the mean over data-parallel replicas, on every rank.
+double replica_mean(World& world, const StageModel& model, double value, int data_degree,
+                    const char* what) {
+  const bool owner = model.holds_head() && model.layout().tensor_rank == 0;
+  return world.sum(owner ? value : 0.0, what) / data_degree;
+}
+
 // Mean validation loss over the whole validation set, averaged over the data-parallel ranks.
-float validation_loss(Gpt& model, const TextDataset& data, const TrainOptions& o, World& world,
-                      int d, int local_rows) {
+float validation_loss(StageModel& model, const TextDataset& data, const TrainOptions& o,
+                      World& world, int d, int local_rows, int data_degree) {
   std::vector<int32_t> tokens, targets;
   double sum = 0;
   for (int i = 0; i < o.val_batches; ++i) {
     data.validation_batch(i, o.val_batches, o.global_batch, d * local_rows, local_rows, tokens,
                           targets);
-    sum += model.forward(tokens.data(), targets.data(), local_rows, o.model.seq_len);
+    sum += model.forward_only(tokens.data(), targets.data(), local_rows, o.model.seq_len);
   }
-  float local = static_cast<float>(sum / o.val_batches);
-  return world.average(local, "validation loss");
+  return static_cast<float>(
+      replica_mean(world, model, sum / o.val_batches, data_degree, "validation loss"));
 }
 
-int train(const TrainOptions& o, World& world) {
+std::vector<const float*> chunk_buffers(StageModel& model, const std::vector<ChunkState>& state,
+                                        int which) {
+  std::vector<const float*> out;
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    out.push_back(which == 0 ? model.chunk(c).params()
+                  : which == 1 ? state[c].m.data()
+                               : state[c].v.data());
+  }
+  return out;
+}
+
+std::string degrees_text(const Placement& placement) {
+  std::string text = fmt::format("D{}", placement.degree('D'));
+  if (placement.degree('P') > 1) text += fmt::format("P{}", placement.degree('P'));
+  if (placement.degree('T') > 1) text += fmt::format("T{}", placement.degree('T'));
+  return text;
+}
+
+int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& groups_out) {
   Placement placement = parse_placement(o.placement);
   resolve_placement(placement, world.size(), o.pipeline_degree, o.tensor_degree);
   const int data_degree = placement.degree('D');
+  const int P = placement.degree('P');
   const int d = placement.coordinate(world.rank(), 'D');
-  check_options(o, data_degree);
+  check_options(o, placement);
   const GptConfig config = model_config(o);
+  partition_layers(config.n_layer, P * o.virtual_stages);  // "layers fewer than stages" early
+  const StageLayout layout = stage_layout(placement, world.rank(), o.virtual_stages);
+  ShardSpec first = chunk_spec(config, layout, 0);
+  if (std::string why = first.validate(config); !why.empty()) {
+    throw UsageError(fmt::format("placement '{}' with --n-head {}: {}", o.placement,
+                                 config.n_head, why));
+  }
 
-  ActivePlugins plugins = create_plugins(placement, world, o.bucket_bytes);
+  groups_out = std::make_unique<ParallelGroups>(world.comm(), world.rank(), placement);
+  ParallelGroups& groups = *groups_out;
+  const PipelineSettings pipeline{schedule_code(o.pipeline_schedule), o.microbatches,
+                                  o.virtual_stages};
+  ActivePlugins plugins =
+      create_plugins(placement, world.comm(), world.rank(), groups, o.bucket_bytes, pipeline);
+  ActivePlugin* pipeliner = plugin_with(
+      plugins, [](const ActivePlugin& p) { return p.run_pipeline() != nullptr; }, "run_pipeline");
+  ActivePlugin* tensorer = plugin_with(
+      plugins, [](const ActivePlugin& p) { return p.tensor_allreduce() != nullptr; },
+      "tensor_allreduce");
+  if (P > 1 && pipeliner == nullptr) {
+    throw UsageError(fmt::format("placement '{}' has pipeline degree {} but no loaded plugin "
+                                 "provides run_pipeline",
+                                 o.placement, P));
+  }
+  if (layout.tensor_degree > 1 && tensorer == nullptr) {
+    throw UsageError(fmt::format("placement '{}' has tensor degree {} but no loaded plugin "
+                                 "provides tensor_allreduce",
+                                 o.placement, layout.tensor_degree));
+  }
   TextDataset data(o.data_path, o.model.seq_len);
   choose_blas_threads(world.local_size());
 
-  Gpt model(config);
-  model.init_parameters(o.seed);
-  // Replicas start identical: rank 0's parameters everywhere (as PyTorch DDP does).
-  world.broadcast(model.params(), model.num_params(), "initial parameters");
-  std::vector<float> adam_m(model.num_params(), 0.0f), adam_v(model.num_params(), 0.0f);
-  const std::vector<uint8_t> decay = model.decay_mask();
+  // Every shard is the matching slice of Gpt::init_parameters(seed), so replicas start equal.
+  StageModel model(config, layout, tensor_ops(tensorer), groups.pipeline());
+  std::vector<ChunkState> state(model.num_chunks());
+  size_t local_params = 0;
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    model.chunk(c).init_parameters(o.seed);
+    state[c].m.assign(model.chunk(c).num_params(), 0.0f);
+    state[c].v.assign(model.chunk(c).num_params(), 0.0f);
+    state[c].decay = model.chunk(c).decay_mask();
+    local_params += model.chunk(c).num_params();
+  }
 
-  if (o.explain) explain(placement, plugins, world, config);
+  if (o.explain) {
+    print_explanation(explain_line(placement, world.rank(), model, plugins), world.comm(),
+                      world.rank(), world.size());
+  }
   const bool leader = world.rank() == 0;
   const int local_rows = o.global_batch / data_degree;
   const double tokens_per_step = static_cast<double>(o.global_batch) * o.model.seq_len;
   if (leader) {
-    std::printf("plexus-train: %d ranks, placement %s (D%d), model %d layers x %d dims x %d heads "
-                "(%zu parameters), context %d, global batch %d (%d per rank), transport %s\n",
-                world.size(), o.placement.c_str(), data_degree, config.n_layer, config.n_embd,
-                config.n_head, model.num_params(), config.max_seq_len, o.global_batch, local_rows,
+    std::printf("plexus-train: %d ranks, placement %s (%s), model %d layers x %d dims x %d heads "
+                "(%zu parameters, %zu on rank 0), context %d, global batch %d (%d per rank, %d "
+                "microbatches), transport %s\n",
+                world.size(), o.placement.c_str(), degrees_text(placement).c_str(),
+                config.n_layer, config.n_embd, config.n_head, full_num_params(config),
+                local_params, config.max_seq_len, o.global_batch, local_rows, o.microbatches,
                 world.transport_name());
     std::printf("plexus-train: data %s: %zu training and %zu validation bytes\n",
                 o.data_path.c_str(), data.size(Split::kTrain), data.size(Split::kValidation));
@@ -252,6 +310,22 @@ int train(const TrainOptions& o, World& world) {
     metrics = std::make_unique<std::ofstream>(o.metrics_path);
     if (!*metrics) throw UsageError("cannot write --metrics-file '" + o.metrics_path + "'");
   }
+  auto save = [&](const std::string& path, bool with_optimizer, int64_t next_step, float val) {
+    std::vector<float> params = gather_full_model(config, placement, model,
+                                                  chunk_buffers(model, state, 0), world.comm(),
+                                                  world.rank());
+    std::vector<float> m, v;
+    if (with_optimizer) {
+      m = gather_full_model(config, placement, model, chunk_buffers(model, state, 1),
+                            world.comm(), world.rank());
+      v = gather_full_model(config, placement, model, chunk_buffers(model, state, 2),
+                            world.comm(), world.rank());
+    }
+    if (leader) {
+      save_checkpoint(path, make_checkpoint(o, config, std::move(params), std::move(m),
+                                            std::move(v), next_step, val));
+    }
+  };
 
   AdamWConfig adam;
   adam.weight_decay = o.weight_decay;
@@ -262,28 +336,46 @@ int train(const TrainOptions& o, World& world) {
   for (; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     data.train_batch(o.seed, step, d * local_rows, local_rows, tokens, targets);
-    float local_loss = model.forward(tokens.data(), targets.data(), local_rows, o.model.seq_len);
+    model.set_batch(tokens.data(), targets.data(), local_rows, o.model.seq_len, o.microbatches);
     model.zero_grad();
-    model.backward();
-    plx_grad_view_t view = PLX_GRAD_VIEW_INIT;
-    view.grads = model.grads();
-    view.count = model.num_params();
-    for (auto& p : plugins) {
-      if (!p->library.api().after_backward) continue;
-      char err[512] = {};
-      plx_result_t r = p->library.api().after_backward(p->state, &view, err, sizeof(err));
+    if (P > 1) {
+      char err[1024] = {};
+      plx_result_t r = pipeliner->run_pipeline()(pipeliner->state, model.stage_ops(), err,
+                                                 sizeof(err));
       if (r != PLX_SUCCESS) throw CommFailure(r, err);
+    } else {
+      model.run_local();
     }
-    const float grad_norm = clip_grad_norm(model.grads(), model.num_params(), o.grad_clip);
+    allreduce_tied_embedding(model, groups.embedding(), world.rank());
+    for (int c = 0; c < model.num_chunks(); ++c) {
+      plx_grad_view_t view = PLX_GRAD_VIEW_INIT;
+      view.grads = model.chunk(c).grads();
+      view.count = model.chunk(c).num_params();
+      for (auto& p : plugins) {
+        if (!p->library.api().after_backward) continue;
+        char err[512] = {};
+        plx_result_t r = p->library.api().after_backward(p->state, &view, err, sizeof(err));
+        if (r != PLX_SUCCESS) throw CommFailure(r, err);
+      }
+    }
+    const double sum_squares = global_grad_sum_squares(model, groups, world.rank());
+    const float grad_norm = static_cast<float>(std::sqrt(sum_squares));
+    scale_grads(model, clip_coefficient(sum_squares, o.grad_clip));
     adam.lr = learning_rate(o, step);
-    adamw_step(model.params(), model.grads(), adam_m.data(), adam_v.data(), model.num_params(),
-               step + 1, adam, decay.data());
-    const float loss = world.average(local_loss, "training loss");
+    for (int c = 0; c < model.num_chunks(); ++c) {
+      GptShard& shard = model.chunk(c);
+      adamw_step(shard.params(), shard.grads(), state[c].m.data(), state[c].v.data(),
+                 shard.num_params(), step + 1, adam, state[c].decay.data());
+    }
+    const float loss = static_cast<float>(
+        replica_mean(world, model, model.mean_loss(), data_degree, "training loss"));
     const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const bool validate = o.val_every > 0 && ((step + 1) % o.val_every == 0 || step + 1 == o.steps);
-    if (validate) last_val = validation_loss(model, data, o, world, d, local_rows);
+    if (validate) {
+      last_val = validation_loss(model, data, o, world, d, local_rows, data_degree);
+    }
     if (leader) {
       if ((step + 1) % o.log_every == 0 || step == 0 || validate || step + 1 == o.steps) {
         std::printf("step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %7.0f tok/s | %.3f s "
@@ -296,15 +388,13 @@ int train(const TrainOptions& o, World& world) {
       std::fflush(stdout);
       if (metrics) {
         nlohmann::json row = {{"step", step + 1}, {"loss", loss}, {"lr", adam.lr},
-                              {"elapsed_s", elapsed}};
+                              {"grad_norm", grad_norm}, {"elapsed_s", elapsed}};
         if (validate) row["val_loss"] = last_val;
         *metrics << row.dump() << "\n" << std::flush;
       }
     }
-    if (!o.checkpoint_path.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0 &&
-        leader) {
-      save_checkpoint(o.checkpoint_path,
-                      make_checkpoint(o, config, model, adam_m, adam_v, step + 1, last_val));
+    if (!o.checkpoint_path.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0) {
+      save(o.checkpoint_path, true, step + 1, last_val);
     }
     bool stop = (validate && o.target_val_loss > 0 && last_val < o.target_val_loss);
     if (o.time_limit_s > 0) stop = world.any(elapsed > o.time_limit_s, "time limit") || stop;
@@ -319,13 +409,19 @@ int train(const TrainOptions& o, World& world) {
       break;
     }
   }
-  if (!o.checkpoint_path.empty() && leader) {
-    save_checkpoint(o.checkpoint_path,
-                    make_checkpoint(o, config, model, adam_m, adam_v, step, last_val));
-    std::printf("plexus-train: saved checkpoint %s (step %lld)\n", o.checkpoint_path.c_str(),
-                static_cast<long long>(step));
+  if (!o.checkpoint_path.empty()) {
+    save(o.checkpoint_path, true, step, last_val);
+    if (leader) {
+      std::printf("plexus-train: saved checkpoint %s (step %lld)\n", o.checkpoint_path.c_str(),
+                  static_cast<long long>(step));
+    }
+  }
+  if (!o.save_params_path.empty()) {
+    save(o.save_params_path, false, step, last_val);
+    if (leader) std::printf("plexus-train: saved parameters %s\n", o.save_params_path.c_str());
   }
   std::fflush(stdout);
+  plugins.clear();  // destroy the plugins before their groups
   return 0;
 }
 
@@ -344,12 +440,14 @@ bool is_bad_input(const std::exception& e) {
 
 int run_training(const TrainOptions& options) {
   World world;
+  std::unique_ptr<ParallelGroups> groups;
   int code = 0;
   try {
     world.init();
-    code = train(options, world);
+    code = train(options, world, groups);
     std::fflush(stdout);
-    return world.finish() ? code : 1;
+    const bool groups_ok = groups == nullptr || groups->finish();
+    return world.finish() && groups_ok ? code : 1;
   } catch (const std::exception& e) {
     code = is_bad_input(e) ? 2 : 1;
     std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());
@@ -357,6 +455,7 @@ int run_training(const TrainOptions& options) {
   // A failed rank aborts its communicator, so peers blocked in a collective with it learn at
   // once (PLX_ERROR_REMOTE naming this rank) instead of waiting for a timeout.
   std::fflush(stdout);
+  if (groups) groups->abort();
   world.abort();
   return code;
 }

@@ -46,6 +46,12 @@ float World::average(float value, const char* what) {
   return value;
 }
 
+double World::sum(double value, const char* what) {
+  check(plx_allreduce(&value, &value, 1, PLX_FLOAT64, PLX_SUM, comm_, nullptr),
+        std::string("summing the ") + what);
+  return value;
+}
+
 void World::broadcast(float* data, size_t count, const char* what) {
   check(plx_broadcast(data, data, count, PLX_FLOAT32, 0, comm_, nullptr),
         std::string("broadcasting the ") + what);

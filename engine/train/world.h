@@ -39,6 +39,8 @@ class World {
 
   // Mean of `value` over all ranks. `what` names the value in error messages.
   float average(float value, const char* what);
+  // Sum of `value` over all ranks, in double precision.
+  double sum(double value, const char* what);
   // Rank 0's `count` floats into every rank's `data`.
   void broadcast(float* data, size_t count, const char* what);
   // True on every rank if `flag` is true on any rank.

@@ -91,6 +91,8 @@ const plx_plugin_t kPlugin = {
     dp_create,
     dp_after_backward,
     dp_destroy,
+    nullptr,  // run_pipeline: not a pipeline plugin
+    nullptr,  // tensor_allreduce: not a tensor plugin
 };
 
 }  // namespace

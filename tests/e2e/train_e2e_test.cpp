@@ -46,7 +46,8 @@ class TrainE2E : public ::testing::Test {
             "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--seq-len", "32",
             "--batch-size", "8", "--steps", "20", "--lr", "1e-3", "--warmup-steps", "5",
             "--val-every", "0", "--log-every", "1", "--checkpoint", "",
-            "--metrics-file", metrics};
+            "--metrics-file", metrics, "--microbatches", "1", "--pipeline-schedule", "1f1b",
+            "--virtual-stages", "1"};
   }
 
   // Replaces the value that follows `option` in args.
@@ -112,7 +113,7 @@ TEST_F(TrainE2E, InferredDataDegreeAndExplain) {
   ProcessResult r = run_process(launch(2, args), 300);
   ASSERT_EQ(r.exit_code, 0) << (r.out + r.err);
   EXPECT_THAT((r.out + r.err), HasSubstr("2 ranks, placement D (D2)"));
-  EXPECT_THAT((r.out + r.err), HasSubstr("explain: rank 1 of 2: (d=1)"));
+  EXPECT_THAT((r.out + r.err), HasSubstr("explain: rank 1 of 2: (d=1, p=0, t=0)"));
   EXPECT_THAT((r.out + r.err), HasSubstr("plugin D 0.1.0"));
 }
 
@@ -144,7 +145,20 @@ INSTANTIATE_TEST_SUITE_P(
                  "placement 'D2X': unexpected 'X' at position 3"},
         BadInput{"UnknownPlugin", 2, {"--placement", "D2+zeroX"},
                  "unknown plugin 'zeroX'"},
-        BadInput{"AxisWithoutPlugin", 2, {"--placement", "P2"}, "available plugins: D"},
+        BadInput{"LayersFewerThanStages", 2, {"--placement", "P2", "--n-layer", "1"},
+                 "layers fewer than stages: 1 transformer blocks cannot fill 2 pipeline chunks"},
+        BadInput{"UnknownSchedule", 2, {"--pipeline-schedule", "zigzag"},
+                 "--pipeline-schedule 'zigzag' is not one of simple, 1f1b, interleaved"},
+        BadInput{"MicrobatchesNotDividingRows", 2, {"--microbatches", "3"},
+                 "--batch-size 8 gives 4 rows per data-parallel rank, which do not split into "
+                 "--microbatches 3"},
+        BadInput{"VirtualStagesWithoutInterleaved", 2, {"--placement", "P2", "--virtual-stages", "2"},
+                 "--virtual-stages 2 needs --pipeline-schedule interleaved, got 1f1b"},
+        BadInput{"InterleavedMicrobatchesNotMultipleOfStages", 2,
+                 {"--placement", "P2", "--pipeline-schedule", "interleaved", "--microbatches", "3",
+                  "--batch-size", "3"},
+                 "--microbatches 3 is not a multiple of the pipeline degree 2"},
+        BadInput{"HeadsNotDivisibleByTensorDegree", 4, {"--placement", "T4"}, "n_head"},
         BadInput{"DegreeNotDividingWorld", 4, {"--placement", "D3"},
                  "do not multiply to the world size 4"},
         BadInput{"BatchNotDivisible", 4, {"--batch-size", "6"},

@@ -1,5 +1,9 @@
 #include "engine/placement/placement.h"
 
+#include <algorithm>
+
+#include "engine/placement/layer_partition.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -113,6 +117,96 @@ TEST(Placement, DegreesThatDoNotMultiplyToWorldSize) {
   EXPECT_EQ(resolve_error("DP", 6, 3), "no error");
   // P is absent from the string, so --pipeline-degree does not apply and D takes the world.
   EXPECT_EQ(resolve_error("D", 6, 4), "no error");
+}
+
+}  // namespace
+}  // namespace plexus::engine
+
+namespace plexus::engine {
+namespace {
+
+std::vector<std::vector<int>> cut(int blocks, int chunks) {
+  std::vector<std::vector<int>> out;
+  for (const ChunkLayers& c : partition_layers(blocks, chunks)) {
+    out.push_back({c.first_block, c.last_block, c.embed ? 1 : 0, c.head ? 1 : 0});
+  }
+  return out;
+}
+
+TEST(LayerPartition, OneChunkHoldsEverything) {
+  EXPECT_EQ(cut(4, 1), (std::vector<std::vector<int>>{{0, 4, 1, 1}}));
+}
+
+TEST(LayerPartition, EndsGetFewerBlocksWhenThatBalancesTheCost) {
+  // 6 blocks on 4 chunks: costs (1+1, 2, 2, 1+1) = 2 each.
+  EXPECT_EQ(cut(6, 4), (std::vector<std::vector<int>>{
+                           {0, 1, 1, 0}, {1, 3, 0, 0}, {3, 5, 0, 0}, {5, 6, 0, 1}}));
+  // 6 blocks on 2 chunks: 3 + 3 (costs 4, 4).
+  EXPECT_EQ(cut(6, 2), (std::vector<std::vector<int>>{{0, 3, 1, 0}, {3, 6, 0, 1}}));
+  // 8 blocks on 3 chunks: 2, 4, 2 -> costs 3, 4, 3 (max 4; 3,3,2 would cost 4,3,3 too, but
+  // the sum of squares picks the evenest and the tie puts blocks early).
+  auto c = cut(8, 3);
+  int total = 0;
+  for (const auto& chunk : c) total += chunk[1] - chunk[0];
+  EXPECT_EQ(total, 8);
+  EXPECT_EQ(c.front()[0], 0);
+  EXPECT_EQ(c.back()[1], 8);
+}
+
+// The smallest largest chunk cost over every cut, by brute force (block 1, embed 1, head 1).
+int best_largest_cost(int blocks, int chunks, int k = 0, int used = 0) {
+  if (k == chunks - 1) return blocks - used + (k == 0) + 1;
+  int best = 1 << 30;
+  for (int n = 1; used + n <= blocks - (chunks - 1 - k); ++n) {
+    best = std::min(best, std::max(n + (k == 0), best_largest_cost(blocks, chunks, k + 1, used + n)));
+  }
+  return best;
+}
+
+TEST(LayerPartition, ChunksAreContiguousAndNonEmpty) {
+  for (int blocks = 1; blocks <= 12; ++blocks) {
+    for (int chunks = 1; chunks <= blocks; ++chunks) {
+      std::vector<ChunkLayers> c = partition_layers(blocks, chunks);
+      ASSERT_EQ(static_cast<int>(c.size()), chunks);
+      int next = 0, worst = 0;
+      for (int k = 0; k < chunks; ++k) {
+        EXPECT_EQ(c[k].first_block, next) << blocks << " blocks, chunk " << k;
+        EXPECT_GT(c[k].last_block, c[k].first_block) << blocks << " blocks, chunk " << k;
+        EXPECT_EQ(c[k].embed, k == 0);
+        EXPECT_EQ(c[k].head, k == chunks - 1);
+        next = c[k].last_block;
+        worst = std::max(worst, c[k].last_block - c[k].first_block + (k == 0) + (k == chunks - 1));
+      }
+      EXPECT_EQ(next, blocks);
+      EXPECT_EQ(worst, best_largest_cost(blocks, chunks)) << blocks << " blocks, " << chunks;
+    }
+  }
+}
+
+TEST(LayerPartition, FewerLayersThanStagesNamesBothNumbers) {
+  try {
+    partition_layers(3, 4);
+    FAIL() << "no error";
+  } catch (const PlacementError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("layers fewer than stages"));
+    EXPECT_THAT(e.what(), HasSubstr("3 transformer blocks"));
+    EXPECT_THAT(e.what(), HasSubstr("4 pipeline chunks"));
+  }
+  EXPECT_THROW(partition_layers(3, 0), PlacementError);
+}
+
+TEST(LayerPartition, GlobalChunkOfInterleavedStages) {
+  // P = 2, v = 2: stage 0 holds global chunks 0 and 2, stage 1 holds 1 and 3.
+  EXPECT_EQ(global_chunk(0, 0, 2), 0);
+  EXPECT_EQ(global_chunk(1, 0, 2), 2);
+  EXPECT_EQ(global_chunk(0, 1, 2), 1);
+  EXPECT_EQ(global_chunk(1, 1, 2), 3);
+}
+
+TEST(Placement, HugeDegreesDoNotOverflow) {
+  EXPECT_THAT(resolve_error("D2147483647P2147483647T2147483647", 8),
+              HasSubstr("= more than 2147483647 do not multiply to the world size 8"));
+  EXPECT_THAT(resolve_error("DP2147483647T2147483647", 8), HasSubstr("not divisible"));
 }
 
 }  // namespace

@@ -51,7 +51,19 @@ int main(int argc, char** argv) {
   app.add_option("--time-limit", t.time_limit_s, "stop and save after this many seconds (0: none)");
   app.add_option("--target-val-loss", t.target_val_loss,
                  "stop and save once validation loss is below this (0: none)");
-  app.add_flag("--explain", t.explain, "print each rank's coordinates, groups and plugins");
+  app.add_flag("--explain", t.explain,
+               "rank 0 prints each rank's (d,p,t), groups, layers and plugins");
+  app.add_option("--microbatches", t.microbatches,
+                 "microbatches per step (each rank's rows split evenly; pipelines overlap them)")
+      ->capture_default_str();
+  app.add_option("--pipeline-schedule", t.pipeline_schedule,
+                 "pipeline schedule: simple (GPipe), 1f1b or interleaved")
+      ->capture_default_str();
+  app.add_option("--virtual-stages", t.virtual_stages,
+                 "model chunks per pipeline stage (> 1 needs --pipeline-schedule interleaved)")
+      ->capture_default_str();
+  app.add_option("--save-params", t.save_params_path,
+                 "at the end, gather the full model's parameters to rank 0 and write them here");
 
   app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
   app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();

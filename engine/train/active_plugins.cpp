@@ -1,0 +1,82 @@
+#include "engine/train/active_plugins.h"
+
+#include <cstddef>
+#include <stdexcept>
+
+#include "engine/train/world.h"
+
+namespace plexus::engine {
+
+ActivePlugin::~ActivePlugin() {
+  if (state && library.api().destroy) library.api().destroy(state);
+}
+
+decltype(plx_plugin_t::run_pipeline) ActivePlugin::run_pipeline() const {
+  const plx_plugin_t& api = library.api();
+  return api.struct_size >= offsetof(plx_plugin_t, run_pipeline) + sizeof(api.run_pipeline)
+             ? api.run_pipeline
+             : nullptr;
+}
+
+decltype(plx_plugin_t::tensor_allreduce) ActivePlugin::tensor_allreduce() const {
+  const plx_plugin_t& api = library.api();
+  return api.struct_size >= offsetof(plx_plugin_t, tensor_allreduce) + sizeof(api.tensor_allreduce)
+             ? api.tensor_allreduce
+             : nullptr;
+}
+
+ActivePlugins create_plugins(const Placement& placement, plx_comm_t world, int world_rank,
+                             const ParallelGroups& groups, size_t bucket_bytes,
+                             const PipelineSettings& pipeline) {
+  struct Wanted {
+    std::string name;
+    std::vector<std::string> args;
+    char axis;  // the axis whose group and coordinate the plugin gets
+  };
+  std::vector<Wanted> wanted;
+  for (const Axis& axis : placement.axes) {
+    if (axis.written || axis.degree > 1) {
+      wanted.push_back({std::string(1, axis.letter), {}, axis.letter});
+    }
+  }
+  for (const PluginSpec& spec : placement.plugins) wanted.push_back({spec.name, spec.args, 'D'});
+
+  ActivePlugins plugins;
+  for (auto& [name, args, letter] : wanted) {
+    auto owned = std::make_unique<ActivePlugin>();
+    ActivePlugin& plugin = *owned;
+    plugin.library = load_plugin(name);
+    plugin.args = args;
+    for (const std::string& a : plugin.args) plugin.arg_pointers.push_back(a.c_str());
+    plx_plugin_context_t& context = plugin.context;
+    context.world = world;
+    context.group = letter == 'P' ? groups.pipeline()
+                    : letter == 'T' ? groups.tensor()
+                                    : groups.data();
+    context.degree = placement.degree(letter);
+    context.coordinate = placement.coordinate(world_rank, letter);
+    context.args = plugin.arg_pointers.data();
+    context.num_args = plugin.arg_pointers.size();
+    context.bucket_bytes = bucket_bytes;
+    context.data_group = groups.data();
+    context.pipeline_group = groups.pipeline();
+    context.tensor_group = groups.tensor();
+    context.pipeline_schedule = pipeline.schedule;
+    context.num_microbatches = pipeline.microbatches;
+    context.virtual_stages = pipeline.virtual_stages;
+    if (plugin.library.api().create) {
+      char err[512] = {};
+      plx_result_t r = plugin.library.api().create(&context, &plugin.state, err, sizeof(err));
+      if (r != PLX_SUCCESS) {
+        if (r == PLX_ERROR_INVALID_ARGUMENT || r == PLX_ERROR_INVALID_USAGE) {
+          throw std::invalid_argument(err);
+        }
+        throw CommFailure(r, err);
+      }
+    }
+    plugins.push_back(std::move(owned));
+  }
+  return plugins;
+}
+
+}  // namespace plexus::engine

@@ -1,0 +1,78 @@
+#include "engine/train/gradient_sync.h"
+
+#include <string>
+
+#include "engine/optim/grad_clip.h"
+#include "engine/train/world.h"
+
+namespace plexus::engine {
+
+namespace {
+
+void check(plx_result_t r, plx_comm_t comm, int rank, const std::string& what) {
+  if (r != PLX_SUCCESS) {
+    throw CommFailure(r, "rank " + std::to_string(rank) + ": " + what + ": " +
+                             plx_get_error_string(r) + ": " + plx_get_last_error(comm));
+  }
+}
+
+bool is_wte(const ShardTensor& t) { return t.name == "wte"; }
+
+}  // namespace
+
+void allreduce_tied_embedding(StageModel& model, plx_comm_t embedding, int world_rank) {
+  if (embedding == nullptr) return;
+  // The first stage's wte is in its first chunk (embed), the last stage's in its last (head).
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    const ChunkLayers& l = model.layers(c);
+    if (!l.embed && !l.head) continue;
+    GptShard& shard = model.chunk(c);
+    for (const ShardTensor& t : shard.tensors()) {
+      if (!is_wte(t)) continue;
+      size_t n = 1;
+      for (int s : t.shape) n *= static_cast<size_t>(s);
+      float* g = shard.grads() + t.offset;
+      check(plx_allreduce(g, g, n, PLX_FLOAT32, PLX_SUM, embedding, nullptr), embedding,
+            world_rank, "summing the tied embedding's gradient over the first and last stage");
+    }
+    return;  // one copy of wte per stage
+  }
+}
+
+double global_grad_sum_squares(const StageModel& model, const ParallelGroups& groups,
+                               int world_rank) {
+  const StageLayout& layout = model.layout();
+  double sum = 0.0;
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    const ChunkLayers& l = model.layers(c);
+    const GptShard& shard = model.chunk(c);
+    const bool duplicate_wte = l.head && !l.embed;  // the first stage counts it
+    for (const ShardTensor& t : shard.tensors()) {
+      if (t.replicated_in_tp && layout.tensor_rank != 0) continue;
+      if (duplicate_wte && is_wte(t)) continue;
+      size_t n = 1;
+      for (int s : t.shape) n *= static_cast<size_t>(s);
+      sum += grad_sum_squares(const_cast<GptShard&>(shard).grads() + t.offset, n);
+    }
+  }
+  if (layout.tensor_degree > 1) {
+    check(plx_allreduce(&sum, &sum, 1, PLX_FLOAT64, PLX_SUM, groups.tensor(), nullptr),
+          groups.tensor(), world_rank, "summing the gradient norm over the tensor group");
+  }
+  if (layout.pipeline_degree > 1) {
+    check(plx_allreduce(&sum, &sum, 1, PLX_FLOAT64, PLX_SUM, groups.pipeline(), nullptr),
+          groups.pipeline(), world_rank, "summing the gradient norm over the pipeline group");
+  }
+  return sum;
+}
+
+void scale_grads(StageModel& model, float factor) {
+  if (factor == 1.0f) return;
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    GptShard& shard = model.chunk(c);
+    float* g = shard.grads();
+    for (size_t i = 0; i < shard.num_params(); ++i) g[i] *= factor;
+  }
+}
+
+}  // namespace plexus::engine

@@ -1,0 +1,38 @@
+/* plugin_abi_fixture.c - test plugins for the loader, written in C99 against plugin.h.
+ *
+ * Built twice (tests/engine/CMakeLists.txt): FIXTURE_ABI 1 gives libplexus_plugin_old.so, a
+ * plugin built for ABI version 1 (its table ends after destroy, as a v1 header made it);
+ * FIXTURE_ABI 99 gives libplexus_plugin_future.so, one built for an ABI this engine does not
+ * know. Compiling this file also checks that plugin.h is valid C. */
+#include <stddef.h>
+
+#include "plexus/plugin.h"
+
+#ifndef FIXTURE_ABI
+#error "define FIXTURE_ABI"
+#endif
+
+/* The version 1 layout of plx_plugin_t. */
+typedef struct fixture_plugin_v1_t {
+  size_t struct_size;
+  uint32_t abi_version;
+  const char* name;
+  const char* version;
+  const char* description;
+  plx_result_t (*create)(const plx_plugin_context_t*, void**, char*, size_t);
+  plx_result_t (*after_backward)(void*, const plx_grad_view_t*, char*, size_t);
+  void (*destroy)(void*);
+} fixture_plugin_v1_t;
+
+#if FIXTURE_ABI == 1
+static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), 1u, "old", "1.0.0",
+                                            "a plugin built for ABI 1", NULL, NULL, NULL};
+#else
+static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), FIXTURE_ABI, "future",
+                                            "9.0.0", "a plugin built for a future ABI", NULL,
+                                            NULL, NULL};
+#endif
+
+__attribute__((visibility("default"))) const plx_plugin_t* plx_plugin_v1(void) {
+  return (const plx_plugin_t*)(const void*)&kPlugin;
+}

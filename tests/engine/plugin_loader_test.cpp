@@ -1,0 +1,74 @@
+// plugin_loader_test.cpp - the engine's plugin loader across plugin ABI versions.
+//
+// A plugin built for ABI 1 (tests/engine/plugin_abi_fixture.c) still loads, with the version 2
+// hooks reading as NULL; one built for an unknown future ABI is refused with both versions
+// named; the P and T plugins are version 2 and provide their hooks.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/plugin/plugin_loader.h"
+#include "plexus/plugin.h"
+
+namespace plexus::engine {
+namespace {
+
+class PluginLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("PLEXUS_PLUGIN_PATH", PLEXUS_TEST_PLUGIN_DIR, 1); }
+  void TearDown() override { unsetenv("PLEXUS_PLUGIN_PATH"); }
+};
+
+TEST_F(PluginLoaderTest, VersionOnePluginLoadsWithoutTheNewHooks) {
+  LoadedPlugin plugin = load_plugin("old");
+  EXPECT_EQ(plugin.abi_version(), 1u);
+  EXPECT_STREQ(plugin.api().name, "old");
+  EXPECT_STREQ(plugin.api().version, "1.0.0");
+  EXPECT_EQ(plugin.api().struct_size, PLX_PLUGIN_V1_SIZE);
+  EXPECT_EQ(plugin.api().create, nullptr);
+  EXPECT_EQ(plugin.api().run_pipeline, nullptr);
+  EXPECT_EQ(plugin.api().tensor_allreduce, nullptr);
+}
+
+TEST_F(PluginLoaderTest, FuturePluginIsRefusedNamingBothVersions) {
+  try {
+    load_plugin("future");
+    FAIL() << "a plugin for ABI 99 loaded";
+  } catch (const PluginError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("was built for plugin ABI 99"), std::string::npos) << text;
+    EXPECT_NE(text.find("this engine speaks 1..2"), std::string::npos) << text;
+  }
+}
+
+TEST_F(PluginLoaderTest, PipelineAndTensorPluginsAreVersionTwo) {
+  LoadedPlugin p = load_plugin("P");
+  EXPECT_EQ(p.abi_version(), 2u);
+  EXPECT_EQ(p.api().struct_size, sizeof(plx_plugin_t));
+  EXPECT_NE(p.api().create, nullptr);
+  EXPECT_NE(p.api().run_pipeline, nullptr);
+  EXPECT_EQ(p.api().tensor_allreduce, nullptr);
+  LoadedPlugin t = load_plugin("T");
+  EXPECT_EQ(t.abi_version(), 2u);
+  EXPECT_NE(t.api().tensor_allreduce, nullptr);
+  EXPECT_EQ(t.api().run_pipeline, nullptr);
+}
+
+TEST_F(PluginLoaderTest, InitialisersFillEveryField) {
+  const plx_plugin_context_t context = PLX_PLUGIN_CONTEXT_INIT;
+  EXPECT_EQ(context.struct_size, sizeof(plx_plugin_context_t));
+  EXPECT_EQ(context.abi_version, 2u);
+  EXPECT_EQ(context.pipeline_group, nullptr);
+  EXPECT_EQ(context.pipeline_schedule, PLX_PIPELINE_1F1B);
+  EXPECT_EQ(context.num_microbatches, 1);
+  EXPECT_EQ(context.virtual_stages, 1);
+  const plx_stage_ops_t ops = PLX_STAGE_OPS_INIT;
+  EXPECT_EQ(ops.struct_size, sizeof(plx_stage_ops_t));
+  EXPECT_EQ(ops.num_microbatches, 1);
+  EXPECT_EQ(ops.num_chunks, 1);
+  EXPECT_EQ(ops.forward, nullptr);
+}
+
+}  // namespace
+}  // namespace plexus::engine
