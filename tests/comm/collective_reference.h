@@ -1,5 +1,6 @@
 // collective_reference.h - closed-form inputs and expected results of the collective tests
-// (algorithms_thread_test on threads, allreduce_test and broadcast_test on real ranks).
+// (algorithms_thread_test on threads, allreduce_test, broadcast_test and collectives_matrix_test
+// on real ranks).
 //
 // Inputs are small integers chosen so that every allreduce result is exact in every datatype,
 // whatever order the ranks' contributions are combined in:
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -207,6 +209,91 @@ inline int finish_rank(int rank, plx_comm_t comm, int failures) {
     return rank_failure(rank, std::string("plx_comm_destroy: ") + plx_get_error_string(rc));
   }
   return failures == 0 ? 0 : 1;
+}
+
+// ---- collectives_matrix_test --------------------------------------------------------------
+// The matrix reduces the inputs above at a scrambled index, so they do not repeat with a short
+// period (a block shifted by a multiple of 11 would otherwise still compare equal), and moves
+// pseudo-random bytes, so a block from the wrong rank, offset or case never compares equal.
+
+// Element g of the matrix's reduction inputs is allreduce_input at this index (24 bits).
+inline size_t matrix_scrambled_index(size_t g) {
+  return static_cast<size_t>((static_cast<uint64_t>(g) * 0x9E3779B97F4A7C15ull) >> 40);
+}
+
+// Rank r's reduction input at global element g (for reduce_scatter, g runs over all n blocks).
+inline int64_t matrix_input(plx_red_op_t op, plx_datatype_t dt, int r, size_t g) {
+  return allreduce_input(op, dt, r, matrix_scrambled_index(g));
+}
+
+// Encodes rank r's inputs for elements first..first+count-1 into out (count elements of dt).
+inline void matrix_fill_input(plx_red_op_t op, plx_datatype_t dt, int r, size_t first, size_t count,
+                              unsigned char* out) {
+  const size_t elem = comm::datatype_bytes(dt);
+  for (size_t i = 0; i < count; ++i) encode(dt, matrix_input(op, dt, r, first + i), out + i * elem);
+}
+
+// The serial reference: elements first..first+count-1 of op over ranks 0..n-1 of matrix_input,
+// each input multiplied by `scale` first (1, or the scalar of a pre-multiplied sum with op
+// PLX_SUM), combined in int64 in rank order and encoded in dt. Exact in every datatype as long
+// as |scale| * 5n and |scale| * 10n (unsigned) stay within the datatype's exact integers (256 for
+// bfloat16, 127 for int8 sums): the file comment's argument, scaled.
+inline void matrix_reference(plx_red_op_t op, int64_t scale, plx_datatype_t dt, int n, size_t first,
+                             size_t count, unsigned char* out) {
+  const size_t elem = comm::datatype_bytes(dt);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t g = first + i;
+    int64_t acc = scale * matrix_input(op, dt, 0, g);
+    for (int r = 1; r < n; ++r) {
+      const int64_t v = scale * matrix_input(op, dt, r, g);
+      if (op == PLX_PROD)
+        acc *= v;
+      else if (op == PLX_MIN)
+        acc = std::min(acc, v);
+      else if (op == PLX_MAX)
+        acc = std::max(acc, v);
+      else
+        acc += v;
+    }
+    if (op == PLX_AVG)
+      encode_avg(dt, acc, n, out + i * elem);
+    else
+      encode(dt, acc, out + i * elem);
+  }
+}
+
+// Bytes first_byte..first_byte+bytes-1 of the pseudo-random stream `seed` (splitmix64 words,
+// little-endian): the payload of the data-moving collectives.
+inline void matrix_fill_stream(uint64_t seed, size_t first_byte, size_t bytes, unsigned char* out) {
+  const auto word_at = [seed](uint64_t w) {
+    uint64_t z = seed + (w + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const auto byte_at = [&](size_t o) {
+    return static_cast<unsigned char>(word_at(o >> 3) >> (8 * (o & 7)));
+  };
+  size_t k = 0;
+  for (; k < bytes && ((first_byte + k) & 7) != 0; ++k) out[k] = byte_at(first_byte + k);
+  for (; k + 8 <= bytes; k += 8) {
+    uint64_t word = word_at((first_byte + k) >> 3);
+    if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+    std::memcpy(out + k, &word, 8);
+  }
+  for (; k < bytes; ++k) out[k] = byte_at(first_byte + k);
+}
+
+// One element's bytes in hex, most significant first ("0x3c00"), for failure messages about
+// moved (not computed) data.
+inline std::string show_hex(const unsigned char* p, size_t elem) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string text = "0x";
+  for (size_t b = elem; b-- > 0;) {
+    text += kDigits[p[b] >> 4];
+    text += kDigits[p[b] & 15];
+  }
+  return text;
 }
 
 }  // namespace plexus::test
