@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/model/carver.h"
 #include "engine/model/layers/attention.h"
 #include "engine/model/layers/encoder.h"
 #include "engine/model/layers/gelu.h"
@@ -15,27 +16,6 @@
 #include "engine/model/layers/softmax_crossentropy.h"
 
 namespace plexus::engine {
-
-namespace {
-
-// Hands out consecutive slices of one buffer. With base == nullptr it only counts, so the same
-// code sizes the buffer and then carves it.
-class Carver {
- public:
-  explicit Carver(float* base) : base_(base) {}
-  float* take(size_t n) {
-    float* p = base_ != nullptr ? base_ + used_ : nullptr;
-    used_ += n;
-    return p;
-  }
-  size_t used() const { return used_; }
-
- private:
-  float* base_;
-  size_t used_ = 0;
-};
-
-}  // namespace
 
 // Sizes acts_ for (B,T) (growing it if needed) and points the activation pointers into it.
 void Gpt::layout_activations(int B, int T) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/model/carver.h"
 #include "engine/model/layers/attention.h"
 #include "engine/model/layers/gelu.h"
 #include "engine/model/layers/layernorm.h"
@@ -40,21 +41,6 @@ void row_parallel_forward(float* out, const float* inp, const float* weight, con
   }
 }
 
-// Hands out consecutive slices of one buffer; with base == nullptr it only counts.
-class Carver {
- public:
-  explicit Carver(float* base) : base_(base) {}
-  float* take(size_t n) {
-    float* p = base_ != nullptr ? base_ + used_ : nullptr;
-    used_ += n;
-    return p;
-  }
-  size_t used() const { return used_; }
-
- private:
-  float* base_;
-  size_t used_ = 0;
-};
 
 TpBlockActs carve_acts(Carver& c, const TpBlockDims& d, int tp_degree) {
   const Local l(d, tp_degree);
