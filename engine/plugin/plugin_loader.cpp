@@ -112,7 +112,8 @@ LoadedPlugin load_plugin(const std::string& name) {
   // A version N table is at least as large as version N's fields; older versions load with the
   // later hooks read as NULL (the table grows only by appending).
   const size_t needed = table == nullptr          ? sizeof(plx_plugin_t)
-                        : table->abi_version >= 2 ? sizeof(plx_plugin_t)
+                        : table->abi_version >= 3 ? sizeof(plx_plugin_t)
+                        : table->abi_version == 2 ? PLX_PLUGIN_V2_SIZE
                                                   : PLX_PLUGIN_V1_SIZE;
   if (table == nullptr || table->abi_version < 1 ||
       table->abi_version > PLX_PLUGIN_ABI_VERSION || table->struct_size < needed ||

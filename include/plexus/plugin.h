@@ -1,5 +1,5 @@
 /*
- * plugin.h - the Plexus engine's plugin ABI (version 2; version 1 plugins still load).
+ * plugin.h - the Plexus engine's plugin ABI (version 3; version 1 and 2 plugins still load).
  *
  * Every parallelism axis (D, P, T) and every "+name" of a placement string is a shared library
  * named libplexus_plugin_<name>.so, found by the engine on PLEXUS_PLUGIN_PATH (a colon-separated
@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-#define PLX_PLUGIN_ABI_VERSION 2u
+#define PLX_PLUGIN_ABI_VERSION 3u
 
 /* What the engine hands a plugin when it is created. */
 typedef struct plx_plugin_context_t {
@@ -156,6 +156,49 @@ typedef struct plx_stage_ops_t {
 #define PLX_STAGE_OPS_INIT \
   { sizeof(plx_stage_ops_t), PLX_PLUGIN_ABI_VERSION, NULL, 1, 1, 0, NULL, NULL }
 
+/* What a memory plugin asks of the engine (plan_memory, ABI v3): which of the engine's
+ * memory-saving mechanisms to use. The engine starts from PLX_MEMORY_PLAN_INIT (everything off)
+ * and hands the plan to every loaded plugin's plan_memory in placement order; each sets only the
+ * fields of its own feature. Two plugins setting the same field is an error naming both.
+ *
+ * ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+ * Models", SC 2020), over the data group of each (p, t) coordinate. Each parameter unit (a
+ * block, wte, wpe, ln_f: see docs/memory.md) is split into |D| equal parts, padded at the end:
+ *   stage 1  optimizer state (AdamW m and v) only for this rank's part; after backward the
+ *            gradient is averaged by reduce_scatter, this rank steps its part, all_gather
+ *            rebuilds the parameters;
+ *   stage 2  as 1, and the gradient is kept only as this rank's part: each unit's gradient is
+ *            reduce-scattered as soon as its backward for a microbatch ends, and freed;
+ *   stage 3  as 2, and the parameters too: a unit is gathered (all_gather) just before its
+ *            forward or backward and freed after, with prefetch_units units gathered ahead
+ *            (non-blocking), except units of at most param_persistence_threshold elements,
+ *            which stay gathered (DeepSpeed's stage3_param_persistence_threshold).
+ * Activation checkpointing (Chen et al., "Training Deep Nets with Sublinear Memory Cost", 2016;
+ * Megatron-LM's full recomputation): checkpoint_every = N > 0 keeps only the input of every
+ * N-th block (blocks 0, N, 2N, ... of each model chunk) and recomputes each group of N blocks'
+ * forward in its backward.
+ * Activation offloading (SageMaker model parallel): the checkpointed inputs move to the host
+ * pool after forward and come back before the backward that needs them, the next
+ * activation_loading_horizon >= 1 groups ahead; needs checkpoint_every > 0.
+ * Optimizer offloading (ZeRO-Offload, Ren et al. 2021): the optimizer state lives in the host
+ * pool and the optimizer step runs there on a host copy of the gradient.
+ * On the CPU backend "device" and "host" are two separately accounted pools of host memory. */
+typedef struct plx_memory_plan_t {
+  size_t struct_size;
+  uint32_t abi_version;
+  int zero_stage;                     /* 0 (off), 1, 2 or 3 */
+  size_t param_persistence_threshold; /* stage 3: elements; units this small stay gathered */
+  int prefetch_units;                 /* stage 3: units gathered ahead of use, >= 0 */
+  int checkpoint_every;               /* 0 (off) or N >= 1 blocks per recomputed group */
+  int offload_activations;            /* 0 or 1 */
+  int activation_loading_horizon;     /* >= 1: groups brought back ahead of their backward */
+  int offload_optimizer;              /* 0 or 1 */
+  /* fields above: v3 */
+} plx_memory_plan_t;
+
+#define PLX_MEMORY_PLAN_INIT \
+  { sizeof(plx_memory_plan_t), PLX_PLUGIN_ABI_VERSION, 0, 0, 0, 0, 0, 1, 0 }
+
 typedef struct plx_plugin_t {
   size_t struct_size;
   uint32_t abi_version;
@@ -196,10 +239,35 @@ typedef struct plx_plugin_t {
   plx_result_t (*tensor_allreduce)(void* state, float* data, size_t count, plx_red_op_t op,
                                    char* err, size_t err_len);
   /* fields above: v2 */
+
+  /* Memory plugins (+zero1/2/3, +ckpt, +offload(...)): called once on every rank after create,
+   * in placement order, with the plan so far; sets the fields of the plugin's own feature (see
+   * plx_memory_plan_t) and leaves the others. Returns PLX_ERROR_INVALID_ARGUMENT when the
+   * plugin's arguments are bad (the message names the argument, its value and the valid range).
+   * May be NULL. */
+  plx_result_t (*plan_memory)(void* state, plx_memory_plan_t* plan, char* err, size_t err_len);
+  /* Sharding plugins (zero_stage > 0): the data group's collectives for sharded state, called by
+   * the engine on every rank of the data group in the same order with the same shard_count.
+   * reduce_scatter: full holds shard_count * degree floats (elements), this rank's part is
+   * elements [coordinate * shard_count, (coordinate + 1) * shard_count); shard receives the
+   * average over the group of that part (plx_reduce_scatter with PLX_AVG). full and shard must
+   * not overlap. all_gather: shard (shard_count floats) is this rank's part; full receives every
+   * rank's part in coordinate order (shard_count * degree floats). If request is NULL it
+   * returns when done; otherwise it starts a non-blocking plx_iallgather, stores its request in
+   * *request, and the engine completes it with plx_wait before reading full (prefetch). Both
+   * return PLX_ERROR_INVALID_ARGUMENT for NULL buffers with shard_count > 0, otherwise as the
+   * collective. With a sharding plugin loaded the engine calls no plugin's after_backward: no
+   * full gradient exists to hand over. May be NULL (then zero_stage must stay 0). */
+  plx_result_t (*reduce_scatter)(void* state, const float* full, float* shard,
+                                 size_t shard_count, char* err, size_t err_len);
+  plx_result_t (*all_gather)(void* state, const float* shard, float* full, size_t shard_count,
+                             plx_request_t* request, char* err, size_t err_len);
+  /* fields above: v3 */
 } plx_plugin_t;
 
-/* Size of a version 1 plugin table: hooks past it are absent (NULL) in a v1 plugin. */
+/* Size of a version 1 (2) plugin table: hooks past it are absent (NULL) in such a plugin. */
 #define PLX_PLUGIN_V1_SIZE offsetof(plx_plugin_t, run_pipeline)
+#define PLX_PLUGIN_V2_SIZE offsetof(plx_plugin_t, plan_memory)
 
 /* The one symbol a plugin exports. */
 typedef const plx_plugin_t* (*plx_plugin_entry_fn)(void);

@@ -93,6 +93,9 @@ const plx_plugin_t kPlugin = {
     dp_destroy,
     nullptr,  // run_pipeline: not a pipeline plugin
     nullptr,  // tensor_allreduce: not a tensor plugin
+    nullptr,  // plan_memory: not a memory plugin
+    nullptr,  // reduce_scatter: not a sharding plugin
+    nullptr,  // all_gather
 };
 
 }  // namespace

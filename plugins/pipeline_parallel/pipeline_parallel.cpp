@@ -233,7 +233,10 @@ const plx_plugin_t kPlugin = {
     nullptr,
     pp_destroy,
     pp_run_pipeline,
-    nullptr,
+    nullptr,  // tensor_allreduce
+    nullptr,  // plan_memory
+    nullptr,  // reduce_scatter
+    nullptr,  // all_gather
 };
 
 }  // namespace

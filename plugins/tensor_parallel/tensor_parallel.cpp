@@ -102,6 +102,9 @@ const plx_plugin_t kPlugin = {
     tp_destroy,
     nullptr,
     tp_tensor_allreduce,
+    nullptr,  // plan_memory
+    nullptr,  // reduce_scatter
+    nullptr,  // all_gather
 };
 
 }  // namespace

@@ -1,9 +1,10 @@
 /* plugin_abi_fixture.c - test plugins for the loader, written in C99 against plugin.h.
  *
- * Built twice (tests/engine/CMakeLists.txt): FIXTURE_ABI 1 gives libplexus_plugin_old.so, a
- * plugin built for ABI version 1 (its table ends after destroy, as a v1 header made it);
- * FIXTURE_ABI 99 gives libplexus_plugin_future.so, one built for an ABI this engine does not
- * know. Compiling this file also checks that plugin.h is valid C. */
+ * Built three times (tests/engine/CMakeLists.txt): FIXTURE_ABI 1 gives libplexus_plugin_old.so,
+ * a plugin built for ABI version 1 (its table ends after destroy, as a v1 header made it);
+ * FIXTURE_ABI 2 gives libplexus_plugin_v2.so, one built for ABI
+ * version 2 (its table ends after tensor_allreduce); FIXTURE_ABI 99 gives
+ * libplexus_plugin_future.so, one built for an ABI this engine does not know. Compiling this file also checks that plugin.h is valid C. */
 #include <stddef.h>
 
 #include "plexus/plugin.h"
@@ -24,9 +25,29 @@ typedef struct fixture_plugin_v1_t {
   void (*destroy)(void*);
 } fixture_plugin_v1_t;
 
+/* The version 2 layout: version 1's, then the pipeline and tensor hooks. */
+typedef struct fixture_plugin_v2_t {
+  fixture_plugin_v1_t v1;
+  plx_result_t (*run_pipeline)(void*, const plx_stage_ops_t*, char*, size_t);
+  plx_result_t (*tensor_allreduce)(void*, float*, size_t, plx_red_op_t, char*, size_t);
+} fixture_plugin_v2_t;
+
+#if FIXTURE_ABI == 2
+static plx_result_t fixture_tensor_allreduce(void* state, float* data, size_t count,
+                                             plx_red_op_t op, char* err, size_t err_len) {
+  (void)state, (void)data, (void)count, (void)op, (void)err, (void)err_len;
+  return PLX_SUCCESS;
+}
+#endif
+
 #if FIXTURE_ABI == 1
 static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), 1u, "old", "1.0.0",
                                             "a plugin built for ABI 1", NULL, NULL, NULL};
+#elif FIXTURE_ABI == 2
+static const fixture_plugin_v2_t kPlugin = {
+    {sizeof(fixture_plugin_v2_t), 2u, "v2", "2.0.0", "a plugin built for ABI 2", NULL, NULL, NULL},
+    NULL,
+    fixture_tensor_allreduce};
 #else
 static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), FIXTURE_ABI, "future",
                                             "9.0.0", "a plugin built for a future ABI", NULL,

@@ -1,8 +1,8 @@
 // plugin_loader_test.cpp - the engine's plugin loader across plugin ABI versions.
 //
-// A plugin built for ABI 1 (tests/engine/plugin_abi_fixture.c) still loads, with the version 2
+// Plugins built for ABI 1 and 2 (tests/engine/plugin_abi_fixture.c) still load, with the later
 // hooks reading as NULL; one built for an unknown future ABI is refused with both versions
-// named; the P and T plugins are version 2 and provide their hooks.
+// named; the P and T plugins are version 3 and provide their hooks.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -31,6 +31,17 @@ TEST_F(PluginLoaderTest, VersionOnePluginLoadsWithoutTheNewHooks) {
   EXPECT_EQ(plugin.api().tensor_allreduce, nullptr);
 }
 
+TEST_F(PluginLoaderTest, VersionTwoPluginLoadsWithoutTheMemoryHooks) {
+  LoadedPlugin plugin = load_plugin("v2");
+  EXPECT_EQ(plugin.abi_version(), 2u);
+  EXPECT_EQ(plugin.api().struct_size, PLX_PLUGIN_V2_SIZE);
+  EXPECT_EQ(plugin.api().run_pipeline, nullptr);
+  EXPECT_NE(plugin.api().tensor_allreduce, nullptr);
+  EXPECT_EQ(plugin.api().plan_memory, nullptr);
+  EXPECT_EQ(plugin.api().reduce_scatter, nullptr);
+  EXPECT_EQ(plugin.api().all_gather, nullptr);
+}
+
 TEST_F(PluginLoaderTest, FuturePluginIsRefusedNamingBothVersions) {
   try {
     load_plugin("future");
@@ -38,19 +49,19 @@ TEST_F(PluginLoaderTest, FuturePluginIsRefusedNamingBothVersions) {
   } catch (const PluginError& e) {
     const std::string text = e.what();
     EXPECT_NE(text.find("was built for plugin ABI 99"), std::string::npos) << text;
-    EXPECT_NE(text.find("this engine speaks 1..2"), std::string::npos) << text;
+    EXPECT_NE(text.find("this engine speaks 1..3"), std::string::npos) << text;
   }
 }
 
-TEST_F(PluginLoaderTest, PipelineAndTensorPluginsAreVersionTwo) {
+TEST_F(PluginLoaderTest, PipelineAndTensorPluginsAreVersionThree) {
   LoadedPlugin p = load_plugin("P");
-  EXPECT_EQ(p.abi_version(), 2u);
+  EXPECT_EQ(p.abi_version(), 3u);
   EXPECT_EQ(p.api().struct_size, sizeof(plx_plugin_t));
   EXPECT_NE(p.api().create, nullptr);
   EXPECT_NE(p.api().run_pipeline, nullptr);
   EXPECT_EQ(p.api().tensor_allreduce, nullptr);
   LoadedPlugin t = load_plugin("T");
-  EXPECT_EQ(t.abi_version(), 2u);
+  EXPECT_EQ(t.abi_version(), 3u);
   EXPECT_NE(t.api().tensor_allreduce, nullptr);
   EXPECT_EQ(t.api().run_pipeline, nullptr);
 }
@@ -58,7 +69,7 @@ TEST_F(PluginLoaderTest, PipelineAndTensorPluginsAreVersionTwo) {
 TEST_F(PluginLoaderTest, InitialisersFillEveryField) {
   const plx_plugin_context_t context = PLX_PLUGIN_CONTEXT_INIT;
   EXPECT_EQ(context.struct_size, sizeof(plx_plugin_context_t));
-  EXPECT_EQ(context.abi_version, 2u);
+  EXPECT_EQ(context.abi_version, 3u);
   EXPECT_EQ(context.pipeline_group, nullptr);
   EXPECT_EQ(context.pipeline_schedule, PLX_PIPELINE_1F1B);
   EXPECT_EQ(context.num_microbatches, 1);
@@ -68,6 +79,13 @@ TEST_F(PluginLoaderTest, InitialisersFillEveryField) {
   EXPECT_EQ(ops.num_microbatches, 1);
   EXPECT_EQ(ops.num_chunks, 1);
   EXPECT_EQ(ops.forward, nullptr);
+  const plx_memory_plan_t plan = PLX_MEMORY_PLAN_INIT;
+  EXPECT_EQ(plan.struct_size, sizeof(plx_memory_plan_t));
+  EXPECT_EQ(plan.zero_stage, 0);
+  EXPECT_EQ(plan.checkpoint_every, 0);
+  EXPECT_EQ(plan.offload_activations, 0);
+  EXPECT_EQ(plan.activation_loading_horizon, 1);
+  EXPECT_EQ(plan.offload_optimizer, 0);
 }
 
 }  // namespace
