@@ -1,6 +1,7 @@
-// gpt_shard.cpp - GptShard's stage logic: activation slots, and the forward and backward pass of
-// one pipeline chunk (embedding -> blocks -> head, then the reverse) over the tensor-parallel
-// layers in tp_block.h and tp_vocab.h. See gpt_shard.h.
+// gpt_shard.cpp - GptShard's stage logic: the forward and backward pass of one pipeline chunk
+// (embedding -> blocks -> head, then the reverse) over the tensor-parallel layers in tp_block.h
+// and tp_vocab.h, with the unit hooks around each unit's use (param_units.h) and activation
+// checkpointing and offloading (activation_policy.h, shard_activations.h). See gpt_shard.h.
 #include "engine/model/gpt_shard.h"
 
 #include <algorithm>
@@ -11,25 +12,14 @@
 
 #include "engine/model/layers/layernorm.h"
 #include "engine/model/layers/matmul.h"
+#include "engine/model/shard_activations.h"
 
 namespace plexus::engine {
 
-// One microbatch's forward activations, kept until its backward.
-struct GptShard::Slot {
-  bool busy = false;  // holds a forward not yet consumed by backward
-  int B = 0, T = 0;
-  std::vector<float> acts;
-  std::vector<int32_t> tokens, targets;
-  size_t num_targets = 0;
-  float* x0 = nullptr;  // (B,T,C): the embedding's output, or a copy of the input
-  std::vector<TpBlockActs> blocks;
-  // head only: (B,T,C), (B,T), (B,T), (B,T,rows), (B,T,rows), (B,T)
-  float *lnf = nullptr, *lnf_mean = nullptr, *lnf_rstd = nullptr;
-  float *logits = nullptr, *probs = nullptr, *losses = nullptr;
-};
-
-GptShard::GptShard(const GptConfig& config, const ShardSpec& spec, TensorParallelOps ops)
-    : config_(config), spec_(spec), ops_(std::move(ops)) {
+GptShard::GptShard(const GptConfig& config, const ShardSpec& spec, TensorParallelOps ops,
+                   MemoryTracker* tracker)
+    : config_(config), spec_(spec), ops_(std::move(ops)),
+      tracker_(tracker != nullptr ? tracker : &memory_tracker()) {
   tensors_ = shard_tensors(config, spec);  // validates config and spec
   if (spec.tp_degree > 1 && (!ops_.allreduce_sum || !ops_.allreduce_max)) {
     throw std::invalid_argument("GptShard (" + spec.describe() + "): tp_degree " +
@@ -42,9 +32,7 @@ GptShard::GptShard(const GptConfig& config, const ShardSpec& spec, TensorParalle
   vocab_.valid = std::min(Vl, config.vocab_size - vocab_.begin);
 
   blocks_.assign(spec.last_block - spec.first_block, TpBlockOffsets{});
-  size_t replicated = 0;
   for (const ShardTensor& t : tensors_) {
-    if (t.replicated_in_tp) replicated += t.numel();
     if (t.name == "wte") wte_ = t.offset;
     if (t.name == "wpe") wpe_ = t.offset;
     if (t.name == "ln_f.weight") lnf_w_ = t.offset;
@@ -68,9 +56,9 @@ GptShard::GptShard(const GptConfig& config, const ShardSpec& spec, TensorParalle
     *slot = t.offset;
   }
   const size_t n = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel();
-  params_.assign(n, 0.0f);
-  grads_.assign(n, 0.0f);
-  if (spec.tp_degree > 1) replicated_.assign(replicated, 0.0f);
+  params_ = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kParameters, true, tracker_);
+  grads_ = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kGradients, true, tracker_);
+  build_units();
 }
 
 GptShard::~GptShard() = default;
@@ -89,43 +77,55 @@ std::vector<uint8_t> GptShard::decay_mask() const {
   return mask;
 }
 
-void GptShard::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void GptShard::zero_grad() {
+  if (grads_.committed() == grads_.size()) {
+    std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
+    return;
+  }
+  for (const ParamUnit& u : units_) {  // ZeRO-2 keeps a unit whole or a part of it
+    float* g = grads_.data() + u.offset;
+    if (grads_.is_committed(u.offset, u.count)) {
+      std::fill(g, g + u.count, 0.0f);
+      continue;
+    }
+    for (size_t i = 0; i < u.count; ++i) {
+      if (grads_.is_committed(u.offset + i, 1)) g[i] = 0.0f;
+    }
+  }
+}
 
 size_t GptShard::num_targets(int slot) const {
   if (slot < 0 || slot >= num_slots()) return 0;
   return slots_[slot]->num_targets;
 }
 
-// Sizes the slot's activations for (B,T) (growing only) and points into them.
-void GptShard::layout_slot(Slot& s, int B, int T) const {
-  const TpBlockDims d = dims(B, T);
-  const size_t BT = d.rows(), BTC = BT * config_.n_embd, V = vocab_.rows;
-  const size_t per_block = tp_block_acts_floats(d, spec_.tp_degree);
-  const size_t head = spec_.head ? BTC + 2 * BT + 2 * BT * V + BT : 0;
-  const size_t need = BTC + blocks_.size() * per_block + head;
-  if (s.acts.size() < need) s.acts.resize(need);
-  float* p = s.acts.data();
-  s.x0 = p, p += BTC;
-  s.blocks.resize(blocks_.size());
-  for (TpBlockActs& a : s.blocks) a = tp_block_acts_at(p, d, spec_.tp_degree), p += per_block;
-  if (spec_.head) {
-    s.lnf = p, p += BTC;
-    s.lnf_mean = p, p += BT;
-    s.lnf_rstd = p, p += BT;
-    s.logits = p, p += BT * V;
-    s.probs = p, p += BT * V;
-    s.losses = p;
+void GptShard::set_activation_policy(const ActivationPolicy& policy) {
+  const std::string problem = policy.validate();
+  if (!problem.empty()) {
+    throw std::invalid_argument(where("set_activation_policy") + ": " + problem);
   }
+  policy_ = policy;
+  slots_.clear();
+  recompute_ = TrackedBuffer();
+  recompute_acts_.clear();
 }
 
-// Sizes the shared backward workspace (and the loss statistics) for (B,T), growing only.
+int GptShard::group_size() const {
+  return policy_.checkpoint_every > 0 ? policy_.checkpoint_every : 1;
+}
+
+// Sizes the shared backward workspace (and the loss statistics) and, when checkpointing, the
+// recompute area (group_size() blocks' activations) for (B,T), growing only.
 void GptShard::layout_workspace(int B, int T) {
   const TpBlockDims d = dims(B, T);
   const size_t BT = d.rows(), BTC = BT * config_.n_embd, V = vocab_.rows;
   const size_t scratch = tp_block_scratch_floats(d, spec_.tp_degree);
   const size_t head = spec_.head ? BTC + BT * V + 3 * BT : 0;
   const size_t need = 3 * BTC + scratch + head;
-  if (work_.size() < need) work_.resize(need);
+  if (work_.size() < need) {
+    work_ = TrackedBuffer();
+    work_ = TrackedBuffer(need, MemoryPool::kDevice, MemoryCategory::kActivations, true, tracker_);
+  }
   float* p = work_.data();
   dstream_a_ = p, p += BTC;
   dstream_b_ = p, p += BTC;
@@ -136,11 +136,24 @@ void GptShard::layout_workspace(int B, int T) {
     dlogits_ = p, p += BT * V;
     ce_stats_ = p;
   }
+  if (policy_.checkpoint_every == 0 || blocks_.empty()) return;
+  const size_t group = std::min<size_t>(group_size(), blocks_.size());
+  const size_t per_block = tp_block_acts_floats(d, spec_.tp_degree);
+  if (recompute_.size() < group * per_block) {
+    recompute_ = TrackedBuffer();
+    recompute_ = TrackedBuffer(group * per_block, MemoryPool::kDevice,
+                               MemoryCategory::kActivations, true, tracker_);
+  }
+  recompute_acts_.clear();
+  for (size_t i = 0; i < group; ++i) {
+    recompute_acts_.push_back(tp_block_acts_at(recompute_.data() + i * per_block, d,
+                                               spec_.tp_degree));
+  }
 }
 
-float GptShard::forward(int slot, const int32_t* tokens, const float* input,
-                        const int32_t* targets, int B, int T, float* output) {
-  const int C = config_.n_embd, V = config_.vocab_size;
+void GptShard::check_forward_args(int slot, const int32_t* tokens, const float* input,
+                                  const int32_t* targets, int B, int T, float* output) const {
+  const int V = config_.vocab_size;
   auto fail = [&](const std::string& what) {
     throw std::invalid_argument(where("forward") + ": " + what);
   };
@@ -156,7 +169,7 @@ float GptShard::forward(int slot, const int32_t* tokens, const float* input,
   if (!spec_.embed && input == nullptr) fail("input is null (this shard does not embed)");
   if (spec_.head && targets == nullptr) fail("targets is null (this shard computes the loss)");
   if (!spec_.head && output == nullptr) fail("output is null (this shard has no head)");
-  const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
+  const size_t BT = static_cast<size_t>(B) * T;
   for (size_t i = 0; i < BT; ++i) {
     if (spec_.embed && (tokens[i] < 0 || tokens[i] >= V)) {
       fail("tokens[" + std::to_string(i) + "] " + std::to_string(tokens[i]) + " not in 0.." +
@@ -167,40 +180,79 @@ float GptShard::forward(int slot, const int32_t* tokens, const float* input,
            std::to_string(V - 1) + " (or < 0 to ignore)");
     }
   }
-  if (slot == num_slots()) slots_.push_back(std::make_unique<Slot>());
-  Slot& s = *slots_[slot];
-  s.busy = false;
-  layout_slot(s, B, T);
+}
+
+float GptShard::forward(int slot, const int32_t* tokens, const float* input,
+                        const int32_t* targets, int B, int T, float* output) {
+  check_forward_args(slot, tokens, input, targets, B, T, output);
+  const int C = config_.n_embd;
+  const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
+  if (slot == num_slots()) slots_.push_back(std::make_unique<ActivationSlot>(tracker_));
+  ActivationSlot& s = *slots_[slot];
+  const int nb = static_cast<int>(blocks_.size());
+  s.prepare(SlotShape{B, T, C, config_.n_head, spec_.tp_degree, nb, vocab_.rows, spec_.embed,
+                      spec_.head},
+            policy_);
   layout_workspace(B, T);
-  s.B = B, s.T = T, s.num_targets = 0;
-  if (spec_.embed) s.tokens.assign(tokens, tokens + BT);
-  if (spec_.head) s.targets.assign(targets, targets + BT);
+  if (spec_.embed) std::copy(tokens, tokens + BT, s.tokens());
+  if (spec_.head) std::copy(targets, targets + BT, s.targets());
 
   const TpGroup group = tp();
   const TpBlockDims d = dims(B, T);
   const float* P = params_.data();
+  float* x0 = s.open_input(0);
   if (spec_.embed) {
-    tp_embedding_forward(s.x0, tokens, P + wte_, P + wpe_, vocab_, B, T, C, group);
+    acquire(unit_wte_, UnitPhase::kForward);
+    acquire(unit_wpe_, UnitPhase::kForward);
+    tp_embedding_forward(x0, tokens, P + wte_, P + wpe_, vocab_, B, T, C, group);
+    release(unit_wpe_, UnitPhase::kForward);
+    release(unit_wte_, UnitPhase::kForward);
   } else {
-    std::memcpy(s.x0, input, BTC * sizeof(float));
+    std::memcpy(x0, input, BTC * sizeof(float));
   }
-  const float* x = s.x0;
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    tp_block_forward(s.blocks[i], x, P, blocks_[i], d, group);
-    x = s.blocks[i].res3;
+  // Plain: block i's activations stay in the slot. Checkpointing: group g's blocks run in the
+  // recompute area from the group's input; the next group's input is the last one's output.
+  const float* x = x0;
+  const int N = group_size();
+  for (int g = 0, first = 0; first < nb; ++g, first += N) {
+    const int end = std::min(nb, first + N);
+    for (int i = first; i < end; ++i) {
+      const TpBlockActs& a = s.checkpointing() ? recompute_acts_[i - first] : s.block(i);
+      acquire(unit_block0_ + i, UnitPhase::kForward);
+      tp_block_forward(a, x, P, blocks_[i], d, group);
+      release(unit_block0_ + i, UnitPhase::kForward);
+      x = a.res3;
+    }
+    if (!s.checkpointing()) continue;
+    s.offload(g);
+    if (end < nb) {
+      float* next = s.open_input(g + 1);
+      std::memcpy(next, x, BTC * sizeof(float));
+      x = next;
+    } else if (spec_.head) {
+      std::memcpy(s.output(), x, BTC * sizeof(float));
+      x = s.output();
+    }
   }
-  s.busy = true;
   if (!spec_.head) {
     std::memcpy(output, x, BTC * sizeof(float));
+    s.busy = true;
     return 0.0f;
   }
-  layernorm_forward(s.lnf, s.lnf_mean, s.lnf_rstd, x, P + lnf_w_, P + lnf_b_, B, T, C);
-  matmul_forward(s.logits, s.lnf, P + wte_, nullptr, B, T, C, vocab_.rows);  // tied LM head
-  s.num_targets = tp_crossentropy_forward(s.losses, s.probs, ce_stats_, s.logits, targets,
+  const SlotHead& h = s.head();
+  const int head_wte = spec_.embed ? unit_wte_ : unit_head_wte_;
+  acquire(unit_lnf_, UnitPhase::kForward);
+  acquire(head_wte, UnitPhase::kForward);
+  layernorm_forward(h.lnf, h.lnf_mean, h.lnf_rstd, x, P + lnf_w_, P + lnf_b_, B, T, C);
+  matmul_forward(h.logits, h.lnf, P + wte_, nullptr, B, T, C, vocab_.rows);  // tied LM head
+  release(head_wte, UnitPhase::kForward);
+  release(unit_lnf_, UnitPhase::kForward);
+  s.num_targets = tp_crossentropy_forward(h.losses, h.probs, ce_stats_, h.logits, targets,
                                           vocab_, B, T, group);
+  s.busy = true;
   if (s.num_targets == 0) return 0.0f;
   double sum = 0.0;
-  for (size_t i = 0; i < BT; ++i) sum += s.losses[i];
+  for (size_t i = 0; i < BT; ++i) sum += h.losses[i];
   return static_cast<float>(sum / static_cast<double>(s.num_targets));
 }
 
@@ -217,72 +269,115 @@ void GptShard::backward(int slot, const float* grad_output, float* grad_input,
   if (!spec_.embed && grad_input == nullptr) {
     throw std::invalid_argument(where("backward") + ": grad_input is null (no embedding)");
   }
-  Slot& s = *slots_[slot];
-  const int B = s.B, T = s.T, C = config_.n_embd;
-  const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
-  if (spec_.head && s.num_targets == 0) {  // nothing to learn from; consistent on all tp ranks
-    if (!spec_.embed) std::fill(grad_input, grad_input + BTC, 0.0f);
-    s.busy = false;
-    return;
-  }
-  layout_workspace(B, T);
-  const TpGroup group = tp();
-  const TpBlockDims d = dims(B, T);
-  const float* P = params_.data();
-  float* G = grads_.data();
+  ActivationSlot& s = *slots_[slot];
+  const size_t BTC = static_cast<size_t>(s.B) * s.T * config_.n_embd;
+  // A head without targets has nothing to learn (the same on every tensor rank): no arithmetic,
+  // but every hook call, as on the data-parallel ranks that do learn.
+  const bool compute = !(spec_.head && s.num_targets == 0);
+  layout_workspace(s.B, s.T);
   float* dcur = dstream_a_;  // gradient of the stream after the current block
   float* dnext = dstream_b_;
-
   if (spec_.head) {
+    backward_head(s, dcur, loss_scale, compute);
+  } else {
+    std::memcpy(dcur, grad_output, BTC * sizeof(float));
+  }
+  backward_blocks(s, dcur, dnext, compute);
+  if (spec_.embed) {
+    backward_embedding(s, dcur, compute);
+  } else if (compute) {
+    std::memcpy(grad_input, dcur, BTC * sizeof(float));
+  } else {
+    std::fill(grad_input, grad_input + BTC, 0.0f);
+  }
+  s.busy = false;
+}
+
+// The loss -> ln_f: dcur (B,T,C) = the gradient of the last block's output.
+void GptShard::backward_head(ActivationSlot& s, float* dcur, float loss_scale, bool compute) {
+  const int B = s.B, T = s.T, C = config_.n_embd;
+  const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
+  const int head_wte = spec_.embed ? unit_wte_ : unit_head_wte_;
+  const float* P = params_.data();
+  float* G = grads_.data();
+  acquire(unit_lnf_, UnitPhase::kBackward);
+  acquire(head_wte, UnitPhase::kBackward);
+  if (compute) {
+    const SlotHead& h = s.head();
     std::fill(dlogits_, dlogits_ + BT * vocab_.rows, 0.0f);
     std::fill(dlnf_, dlnf_ + BTC, 0.0f);
     std::fill(dcur, dcur + BTC, 0.0f);
     const float dloss = loss_scale / static_cast<float>(s.num_targets);
-    tp_crossentropy_backward(dlogits_, s.probs, s.targets.data(), dloss, vocab_, B, T);
-    matmul_backward(dlnf_, G + wte_, nullptr, dlogits_, s.lnf, P + wte_, B, T, C, vocab_.rows);
-    group.sum(dlnf_, BTC);  // the LM head is column-parallel (vocabulary): "f"
-    const float* x_last = blocks_.empty() ? s.x0 : s.blocks.back().res3;
-    layernorm_backward(dcur, G + lnf_w_, G + lnf_b_, dlnf_, x_last, P + lnf_w_, s.lnf_mean,
-                       s.lnf_rstd, B, T, C);
-  } else {
-    std::memcpy(dcur, grad_output, BTC * sizeof(float));
+    tp_crossentropy_backward(dlogits_, h.probs, s.targets(), dloss, vocab_, B, T);
+    matmul_backward(dlnf_, G + wte_, nullptr, dlogits_, h.lnf, P + wte_, B, T, C, vocab_.rows);
+    tp().sum(dlnf_, BTC);  // the LM head is column-parallel (vocabulary): "f"
+    layernorm_backward(dcur, G + lnf_w_, G + lnf_b_, dlnf_, s.output(), P + lnf_w_,
+                       h.lnf_mean, h.lnf_rstd, B, T, C);
   }
-  for (size_t i = blocks_.size(); i-- > 0;) {
-    std::fill(dnext, dnext + BTC, 0.0f);
-    std::fill(dres2_, dres2_ + BTC, 0.0f);
-    const float* x = i == 0 ? s.x0 : s.blocks[i - 1].res3;
-    tp_block_backward(dnext, dres2_, scratch_, dcur, x, s.blocks[i], P, G, blocks_[i], d,
-                      group);
-    std::swap(dcur, dnext);
-  }
-  if (spec_.embed) {
-    tp_embedding_backward(G + wte_, G + wpe_, dcur, s.tokens.data(), vocab_, B, T, C);
-  } else {
-    std::memcpy(grad_input, dcur, BTC * sizeof(float));
-  }
-  sync_replicated_grads();
-  s.busy = false;
+  release(head_wte, UnitPhase::kBackward);
+  release(unit_lnf_, UnitPhase::kBackward);
+  finish_unit(unit_lnf_, compute);
+  if (!spec_.embed) finish_unit(unit_head_wte_, compute);
 }
 
-// Replicated tensors get equal gradients on every tensor rank in exact arithmetic; one packed
-// sum-allreduce divided by tp keeps them bit-identical whatever the rounding.
-void GptShard::sync_replicated_grads() {
-  if (spec_.tp_degree == 1 || replicated_.empty()) return;
-  float* p = replicated_.data();
-  for (const ShardTensor& t : tensors_) {
-    if (!t.replicated_in_tp) continue;
-    std::memcpy(p, grads_.data() + t.offset, t.numel() * sizeof(float));
-    p += t.numel();
+// Checkpointing: group [first, end)'s forward again, into the recompute area.
+void GptShard::recompute_group(ActivationSlot& s, int first, int end, bool compute) {
+  const float* x = s.input(first / group_size());
+  for (int i = first; i < end; ++i) {
+    acquire(unit_block0_ + i, UnitPhase::kRecompute);
+    if (compute) {
+      tp_block_forward(recompute_acts_[i - first], x, params_.data(), blocks_[i],
+                       dims(s.B, s.T), tp());
+    }
+    release(unit_block0_ + i, UnitPhase::kRecompute);
+    x = recompute_acts_[i - first].res3;
   }
-  tp().sum(replicated_.data(), replicated_.size());
-  const float tp = static_cast<float>(spec_.tp_degree);
-  p = replicated_.data();
-  for (const ShardTensor& t : tensors_) {
-    if (!t.replicated_in_tp) continue;
-    float* g = grads_.data() + t.offset;
-    for (size_t i = 0; i < t.numel(); ++i) g[i] = p[i] / tp;
-    p += t.numel();
+}
+
+// The blocks, last first, group by group; dcur ends as the gradient of x0.
+void GptShard::backward_blocks(ActivationSlot& s, float*& dcur, float*& dnext, bool compute) {
+  const int nb = static_cast<int>(blocks_.size()), N = group_size();
+  const size_t BTC = static_cast<size_t>(s.B) * s.T * config_.n_embd;
+  for (int g = (nb + N - 1) / N; g-- > 0;) {
+    const int first = g * N, end = std::min(nb, first + N);
+    if (s.checkpointing()) {
+      for (int k = g; k > g - policy_.loading_horizon; --k) s.fetch(k);  // no-op unless offloading
+      recompute_group(s, first, end, compute);
+    }
+    for (int i = end; i-- > first;) {
+      acquire(unit_block0_ + i, UnitPhase::kBackward);
+      if (compute) {
+        const bool ck = s.checkpointing();
+        const float* x = i == first && ck ? s.input(g)
+                         : ck             ? recompute_acts_[i - first - 1].res3
+                         : i == 0         ? s.input(0)
+                                          : s.block(i - 1).res3;
+        const TpBlockActs& a = ck ? recompute_acts_[i - first] : s.block(i);
+        std::fill(dnext, dnext + BTC, 0.0f);
+        std::fill(dres2_, dres2_ + BTC, 0.0f);
+        tp_block_backward(dnext, dres2_, scratch_, dcur, x, a, params_.data(), grads_.data(),
+                          blocks_[i], dims(s.B, s.T), tp());
+        std::swap(dcur, dnext);
+      }
+      release(unit_block0_ + i, UnitPhase::kBackward);
+      finish_unit(unit_block0_ + i, compute);
+    }
+    if (s.checkpointing()) s.drop(g);
   }
+}
+
+void GptShard::backward_embedding(ActivationSlot& s, const float* dcur, bool compute) {
+  acquire(unit_wte_, UnitPhase::kBackward);
+  acquire(unit_wpe_, UnitPhase::kBackward);
+  if (compute) {
+    float* G = grads_.data();
+    tp_embedding_backward(G + wte_, G + wpe_, dcur, s.tokens(), vocab_, s.B, s.T,
+                          config_.n_embd);
+  }
+  release(unit_wpe_, UnitPhase::kBackward);
+  release(unit_wte_, UnitPhase::kBackward);
+  finish_unit(unit_wte_, compute);
+  finish_unit(unit_wpe_, compute);
 }
 
 }  // namespace plexus::engine

@@ -16,7 +16,26 @@
 //   wte                    rows [r*Vp/tp, (r+1)*Vp/tp) of the vocabulary padded to Vp
 //   everything else        replicated (LayerNorms, wpe, the two row-parallel biases)
 // Replicated tensors' gradients are sum-allreduced over the tensor group and divided by tp at
-// the end of every backward, so they stay bit-identical on every tensor rank.
+// the end of each unit's backward (one packed allreduce per unit that has any), so they stay
+// bit-identical on every tensor rank.
+//
+// Units and hooks (param_units.h): units() cuts the buffer into "wte", "wpe", "blocks.<i>",
+// "ln_f" (and "wte" again for a head without the embedding); forward and backward call the
+// UnitHooks set by set_unit_hooks() around each unit's use, in the order param_units.h gives,
+// so a ZeRO runtime can gather, free and reduce parameters and gradients unit by unit. The
+// tensor-parallel sync of a unit's replicated gradients runs right before gradient_ready(unit).
+//
+// Memory: params and grads are TrackedBuffers in (device, parameters) and (device, gradients);
+// every activation, the backward workspace and the recompute area in (device, activations),
+// offloaded block inputs in (host, activations) (shard_activations.h), the packed replicated
+// gradients for their allreduce in (device, communication); all in the tracker given to the
+// constructor (memory_tracker() by default).
+//
+// Activation checkpointing and offloading (set_activation_policy, activation_policy.h): with
+// checkpoint_every N a slot keeps only the inputs of blocks 0, N, 2N, ... (and the head's
+// activations); the backward of each group of N blocks first runs their forward again in a
+// shared recompute area. Recompute repeats the same operations (and tensor-parallel
+// allreduces) in the same order, so losses and gradients are bit-identical to no checkpointing.
 //
 // Not done here (the engine's job): with several pipeline stages, the first and last both hold
 // wte; sum-allreduce its gradient between them after backward so both copies stay equal.
@@ -33,9 +52,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/memory/memory_tracker.h"
+#include "engine/memory/tracked_buffer.h"
+#include "engine/model/activation_policy.h"
 #include "engine/model/gpt.h"
+#include "engine/model/param_units.h"
 #include "engine/model/tp_block.h"
 #include "engine/model/tp_ops.h"
 #include "engine/model/tp_vocab.h"
@@ -97,12 +121,17 @@ void scatter_into_full(const std::vector<ShardTensor>& tensors, const float* sha
 void extract_from_full(const std::vector<ShardTensor>& tensors, const float* full,
                        float* shard_values);
 
+class ActivationSlot;  // shard_activations.h
+
 class GptShard {
  public:
-  // Builds the tensor table and allocates params and grads (zero-filled; call init_parameters
-  // next). ops is used only when spec.tp_degree > 1 (both functions required then). Throws
-  // std::invalid_argument with config.validate()'s or spec.validate()'s message.
-  GptShard(const GptConfig& config, const ShardSpec& spec, TensorParallelOps ops);
+  // Builds the tensor table and the units and allocates params and grads (zero-filled, fully
+  // committed; call init_parameters next). ops is used only when spec.tp_degree > 1 (both
+  // functions required then). Every buffer is accounted in tracker (nullptr: memory_tracker()),
+  // which must outlive the shard. Throws std::invalid_argument with config.validate()'s or
+  // spec.validate()'s message.
+  GptShard(const GptConfig& config, const ShardSpec& spec, TensorParallelOps ops,
+           MemoryTracker* tracker = nullptr);
   ~GptShard();
   GptShard(const GptShard&) = delete;
   GptShard& operator=(const GptShard&) = delete;
@@ -116,8 +145,26 @@ class GptShard {
   float* grads() { return grads_.data(); }
   const float* grads() const { return grads_.data(); }
   size_t num_params() const { return params_.size(); }
+  // The buffers behind params() and grads(), for a runtime that releases and commits element
+  // ranges (ZeRO); the addresses never change.
+  TrackedBuffer& param_storage() { return params_; }
+  TrackedBuffer& grad_storage() { return grads_; }
+  MemoryTracker& tracker() const { return *tracker_; }
   // In buffer order; the offsets tile [0, num_params()) without gaps.
   const std::vector<ShardTensor>& tensors() const { return tensors_; }
+  // The units of param_units.h, in buffer order; they tile [0, num_params()) without gaps.
+  const std::vector<ParamUnit>& units() const { return units_; }
+  // The hooks forward and backward call (nullptr: none). Not owned; must outlive their use.
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  UnitHooks* unit_hooks() const { return hooks_; }
+
+  // What forward keeps for backward (activation_policy.h). Drops every slot and the recompute
+  // area (the next forward lays them out again); a forward still in a slot (forward-only
+  // validation leaves one) is dropped with it, and its backward would throw std::logic_error.
+  // Throws std::invalid_argument naming the field, its value and the valid range for a bad
+  // policy (and changes nothing then).
+  void set_activation_policy(const ActivationPolicy& policy);
+  const ActivationPolicy& activation_policy() const { return policy_; }
   // One byte per parameter: 1 where weight decay applies (ShardTensor::decay), else 0.
   std::vector<uint8_t> decay_mask() const;
   // This rank's vocabulary rows (all of them, begin 0, when tp_degree is 1).
@@ -125,14 +172,16 @@ class GptShard {
 
   // Values equal to the matching slice of Gpt(config).init_parameters(seed): each full tensor
   // is generated from Gpt's per-tensor stream and this shard's part kept (padding rows 0).
-  // Does not touch grads.
+  // Does not touch grads. Writes every element: call it while params are fully committed.
   void init_parameters(uint64_t seed);
-  // Sets every gradient to 0.
+  // Sets every committed gradient element to 0 (released ranges are left alone).
   void zero_grad();
 
   // Activation slots: forward/backward of several microbatches may be in flight (1F1B keeps up
   // to p of them); slot is 0..num_slots()-1 or the next one (it grows on demand), chosen by the
   // caller. A forward into a slot still holding one overwrites it (forward-only validation).
+  // Both passes call the unit hooks (if set) in param_units.h's order; under offloading a
+  // slot's checkpointed inputs sit in the host pool from the forward until their backward.
   //
   // Forward of one microbatch (B rows of T tokens). If spec.embed: reads tokens (B,T) in
   // [0, vocab_size), else reads input (B,T,C) (copied). If spec.head: targets (B,T) required
@@ -146,7 +195,8 @@ class GptShard {
   // Backward of the microbatch in `slot`: if spec.head, starts from the loss scaled by
   // loss_scale (the caller passes 1/num_microbatches), else from grad_output (B,T,C).
   // ACCUMULATES parameter gradients. If !spec.embed writes grad_input (B,T,C). Frees the slot.
-  // A head whose microbatch had no targets adds nothing (grad_input is then 0).
+  // A head whose microbatch had no targets adds nothing (grad_input is then 0); it still makes
+  // every hook call, so all data-parallel ranks call the hooks alike.
   // Throws std::logic_error if the slot holds no forward, std::invalid_argument for a missing
   // pointer.
   void backward(int slot, const float* grad_output, float* grad_input, float loss_scale);
@@ -156,32 +206,58 @@ class GptShard {
   size_t num_targets(int slot) const;
 
  private:
-  struct Slot;  // one microbatch's activations (gpt_shard.cpp)
-
   TpGroup tp() const { return TpGroup{spec_.tp_degree, spec_.tp_rank, &ops_}; }
   TpBlockDims dims(int B, int T) const { return {B, T, config_.n_embd, config_.n_head}; }
   std::string where(const char* function) const;  // "GptShard::forward (blocks 0-1 ...)"
-  void layout_slot(Slot& s, int B, int T) const;
+  void check_forward_args(int slot, const int32_t* tokens, const float* input,
+                          const int32_t* targets, int B, int T, float* output) const;
   void layout_workspace(int B, int T);
-  void sync_replicated_grads();
+  // Blocks per checkpointed group (checkpoint_every; 1 without checkpointing). Group g holds
+  // the shard's blocks [g*N, min(n, (g+1)*N)) (local indices).
+  int group_size() const;
+  void recompute_group(ActivationSlot& s, int first, int end, bool compute);
+  void backward_head(ActivationSlot& s, float* dcur, float loss_scale, bool compute);
+  void backward_blocks(ActivationSlot& s, float*& dcur, float*& dnext, bool compute);
+  void backward_embedding(ActivationSlot& s, const float* dcur, bool compute);
+  // Units (gpt_shard_units.cpp): the table, the hook calls and the per-unit tp sync.
+  void build_units();
+  void acquire(int unit, UnitPhase phase) {
+    if (hooks_ != nullptr) hooks_->acquire(unit, phase);
+  }
+  void release(int unit, UnitPhase phase) {
+    if (hooks_ != nullptr) hooks_->release(unit, phase);
+  }
+  // The tensor-parallel sync of the unit's replicated gradients (if sync), then
+  // gradient_ready(unit).
+  void finish_unit(int unit, bool sync);
 
   GptConfig config_;
   ShardSpec spec_;
   TensorParallelOps ops_;
+  MemoryTracker* tracker_ = nullptr;
   VocabSlice vocab_;
   std::vector<ShardTensor> tensors_;
-  std::vector<float> params_;
-  std::vector<float> grads_;
+  TrackedBuffer params_;
+  TrackedBuffer grads_;
   size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;
   std::vector<TpBlockOffsets> blocks_;  // blocks_[i]: block first_block + i
-  std::vector<std::unique_ptr<Slot>> slots_;
 
-  // backward workspace, shared by the slots (one backward at a time)
-  std::vector<float> work_;
+  std::vector<ParamUnit> units_;
+  std::vector<std::pair<size_t, size_t>> unit_tensors_;  // per unit: [first, end) in tensors_
+  int unit_wte_ = -1, unit_wpe_ = -1, unit_block0_ = -1, unit_lnf_ = -1, unit_head_wte_ = -1;
+  UnitHooks* hooks_ = nullptr;
+
+  ActivationPolicy policy_;
+  std::vector<std::unique_ptr<ActivationSlot>> slots_;
+
+  // backward workspace and recompute area, shared by the slots (one pass at a time)
+  TrackedBuffer work_;
   float *dstream_a_ = nullptr, *dstream_b_ = nullptr, *dres2_ = nullptr, *dlnf_ = nullptr;
   float *dlogits_ = nullptr, *ce_stats_ = nullptr;
   TpBlockScratch scratch_{};
-  std::vector<float> replicated_;  // packed replicated gradients for their allreduce
+  TrackedBuffer recompute_;                // checkpointing: group_size() blocks' activations
+  std::vector<TpBlockActs> recompute_acts_;
+  TrackedBuffer replicated_;  // packed replicated gradients of one unit, for their allreduce
 };
 
 }  // namespace plexus::engine

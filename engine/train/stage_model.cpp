@@ -68,6 +68,21 @@ void StageModel::zero_grad() {
   for (Chunk& c : chunks_) c.shard->zero_grad();
 }
 
+void StageModel::set_activation_policy(const ActivationPolicy& policy) {
+  for (Chunk& c : chunks_) c.shard->set_activation_policy(policy);
+}
+
+void StageModel::set_unit_hooks(int chunk, UnitHooks* hooks) {
+  if (chunk < 0 || chunk >= num_chunks()) {
+    throw std::invalid_argument("StageModel::set_unit_hooks: rank (p=" +
+                                std::to_string(layout_.stage) + ", t=" +
+                                std::to_string(layout_.tensor_rank) + "): chunk " +
+                                std::to_string(chunk) + " not in 0.." +
+                                std::to_string(num_chunks() - 1));
+  }
+  chunks_[chunk].shard->set_unit_hooks(hooks);
+}
+
 void StageModel::check_call(int chunk, int microbatch, const char* what) const {
   if (chunk < 0 || chunk >= num_chunks() || microbatch < 0 || microbatch >= microbatches_) {
     throw std::invalid_argument(std::string(what) + ": rank (p=" + std::to_string(layout_.stage) +

@@ -62,6 +62,11 @@ class StageModel {
   size_t activation_count() const;  // floats in one microbatch's boundary activation
 
   void zero_grad();
+  // Every chunk's activation policy (GptShard::set_activation_policy; throws as it does).
+  void set_activation_policy(const ActivationPolicy& policy);
+  // Chunk c's unit hooks (GptShard::set_unit_hooks; nullptr: none; not owned). Throws
+  // std::invalid_argument for c outside 0..num_chunks()-1.
+  void set_unit_hooks(int chunk, UnitHooks* hooks);
   // P = 1: forward and backward of every microbatch. Throws what the model throws.
   void run_local();
   // The ops for run_pipeline (engine = this). Valid while this object lives.

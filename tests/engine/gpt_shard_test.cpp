@@ -1,7 +1,8 @@
 // gpt_shard_test.cpp - GptShard against the single-process Gpt, its reference: the full spec
 // (bit-identical), pipeline chunks run in sequence, Megatron tensor parallelism with the tensor
-// ranks on threads that meet in an in-test allreduce, microbatches with two in flight, the init
-// and the gather of shards into the full layout, and the error messages.
+// ranks on threads that meet in an in-test allreduce, microbatches with two in flight, activation
+// checkpointing and offloading (bit-identical to keeping everything), the init and the gather of
+// shards into the full layout, and the error messages.
 #include "engine/model/gpt_shard.h"
 
 #include <cblas.h>
@@ -146,6 +147,7 @@ struct Grid {
   std::vector<int> bounds;
   int tp = 1;
   int microbatches = 1;
+  ActivationPolicy policy{};  // every shard's
 };
 
 struct GridRun {
@@ -220,6 +222,7 @@ GridRun run_grid(const GptConfig& c, const Grid& g, const Batch& b) {
       rendezvous.allreduce(t, d, n, true);
     };
     for (int k = 0; k < nc; ++k) run.shards[t].emplace_back(c, chunk_spec(g, k, t), ops);
+    for (GptShard& s : run.shards[t]) s.set_activation_policy(g.policy);
   }
   run.loss.assign(g.tp, 0.0f);
   std::vector<std::string> errors(g.tp);
@@ -371,6 +374,82 @@ TEST_F(GptShardTest, MicrobatchesTwoInFlightEqualOneBatch) {
     SCOPED_TRACE("M 2, two chunks, tp 2");
     expect_grid_matches(run_grid(c, Grid{{0, 2, 3}, 2, 2}, b), ref);
   }
+}
+
+// The same grid run under two activation policies: equal losses and gradients, bit for bit.
+void expect_bit_identical(const GridRun& got, const GridRun& want) {
+  ASSERT_EQ(got.shards.size(), want.shards.size());
+  for (size_t t = 0; t < got.shards.size(); ++t) {
+    EXPECT_EQ(got.loss[t], want.loss[t]) << "tp rank " << t;
+    for (size_t k = 0; k < got.shards[t].size(); ++k) {
+      const GptShard& a = got.shards[t][k];
+      const GptShard& b = want.shards[t][k];
+      ASSERT_EQ(a.num_params(), b.num_params());
+      for (size_t i = 0; i < a.num_params(); ++i) {
+        ASSERT_EQ(a.grads()[i], b.grads()[i]) << "tp " << t << " chunk " << k << " grad " << i;
+      }
+    }
+  }
+}
+
+TEST_F(GptShardTest, CheckpointingAndOffloadingAreBitIdenticalToPlain) {
+  const GptConfig c = test_config(250, 5);
+  const Batch b = make_batch(c.vocab_size, 13);
+  const Reference ref(c, b);
+  // one chunk; two chunks with four microbatches two in flight; tp 2 with two microbatches;
+  // pipeline times tensor parallel
+  const std::vector<Grid> grids{
+      {{0, 5}, 1, 1}, {{0, 3, 5}, 1, 4}, {{0, 5}, 2, 2}, {{0, 2, 5}, 2, 1}};
+  const std::vector<ActivationPolicy> policies{
+      {1, false, 1}, {2, false, 1}, {5, false, 1}, {2, true, 1},
+      {1, true, 1},  {1, true, 2},  {3, true, 2},  {1, true, 9}};
+  for (const Grid& plain_grid : grids) {
+    const GridRun plain = run_grid(c, plain_grid, b);
+    expect_grid_matches(plain, ref);
+    for (const ActivationPolicy& p : policies) {
+      SCOPED_TRACE("chunks " + std::to_string(plain_grid.bounds.size() - 1) + ", tp " +
+                   std::to_string(plain_grid.tp) + ", M " +
+                   std::to_string(plain_grid.microbatches) + ": checkpoint_every " +
+                   std::to_string(p.checkpoint_every) + (p.offload ? " offload" : "") +
+                   " horizon " + std::to_string(p.loading_horizon));
+      Grid g = plain_grid;
+      g.policy = p;
+      expect_bit_identical(run_grid(c, g, b), plain);
+    }
+  }
+}
+
+TEST_F(GptShardTest, BadActivationPoliciesNameTheField) {
+  const GptConfig c = test_config(250, 2);
+  GptShard shard(c, ShardSpec{0, 2, true, true, 1, 0}, TensorParallelOps{});
+  const std::string at = "GptShard::set_activation_policy (blocks 0-1 +embed +head, tp 0/1): ";
+  auto error = [&](const ActivationPolicy& p) -> std::string {
+    try {
+      shard.set_activation_policy(p);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error({-1, false, 1}),
+            at + "ActivationPolicy: checkpoint_every -1 < 0 (0: no checkpointing)");
+  EXPECT_EQ(error({0, true, 1}),
+            at + "ActivationPolicy: offload needs checkpoint_every >= 1 (got 0): only the "
+                 "checkpointed block inputs are offloaded");
+  EXPECT_EQ(error({1, true, 0}), at + "ActivationPolicy: loading_horizon 0 < 1");
+  EXPECT_EQ(error({1, false, -3}), at + "ActivationPolicy: loading_horizon -3 < 1");
+  EXPECT_EQ(error({3, true, 2}), "");  // N above the block count: one group
+  EXPECT_EQ(shard.activation_policy(), (ActivationPolicy{3, true, 2}));
+
+  const Batch b = make_batch(c.vocab_size, 14, 2, 4);
+  shard.init_parameters(kSeed);
+  EXPECT_EQ(error({1, true, 0}), at + "ActivationPolicy: loading_horizon 0 < 1");
+  EXPECT_EQ(shard.activation_policy(), (ActivationPolicy{3, true, 2}));  // unchanged
+  // a new policy drops a forward left in a slot (validation): its backward has nothing to use
+  shard.forward(0, b.tokens.data(), nullptr, b.targets.data(), b.B, b.T, nullptr);
+  EXPECT_EQ(error({}), "");
+  EXPECT_EQ(shard.num_slots(), 0);
+  EXPECT_THROW(shard.backward(0, nullptr, nullptr, 1.0f), std::logic_error);
 }
 
 TEST_F(GptShardTest, InitIsTheSliceOfGptsInitAndShardsReassembleIt) {

@@ -1,0 +1,79 @@
+// gpt_shard_units.cpp - a GptShard's parameter units (param_units.h): the table that cuts its
+// flat buffer into "wte", "wpe", "blocks.<i>", "ln_f" (and the head's own "wte"), and the end
+// of a unit's backward: the tensor-parallel sync of its replicated gradients, then
+// gradient_ready.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "engine/model/gpt_shard.h"
+
+namespace plexus::engine {
+
+namespace {
+
+// "blocks.3.attn.qkv.weight" -> "blocks.3"; "ln_f.bias" -> "ln_f"; "wte" -> "wte".
+std::string unit_of(const std::string& tensor) {
+  if (tensor.rfind("blocks.", 0) == 0) return tensor.substr(0, tensor.find('.', 7));
+  if (tensor.rfind("ln_f.", 0) == 0) return "ln_f";
+  return tensor;
+}
+
+}  // namespace
+
+void GptShard::build_units() {
+  size_t replicated_max = 0, replicated = 0;
+  for (size_t k = 0; k < tensors_.size(); ++k) {
+    const ShardTensor& t = tensors_[k];
+    const std::string name = unit_of(t.name);
+    if (units_.empty() || units_.back().name != name) {
+      units_.push_back(ParamUnit{name, t.offset, 0});
+      unit_tensors_.emplace_back(k, k);
+      replicated = 0;
+      const int u = static_cast<int>(units_.size()) - 1;
+      if (name == "wte") (spec_.embed && u == 0 ? unit_wte_ : unit_head_wte_) = u;
+      if (name == "wpe") unit_wpe_ = u;
+      if (name == "ln_f") unit_lnf_ = u;
+      if (name.rfind("blocks.", 0) == 0 && unit_block0_ < 0) unit_block0_ = u;
+    }
+    units_.back().count += t.numel();
+    unit_tensors_.back().second = k + 1;
+    if (t.replicated_in_tp) replicated += t.numel();
+    replicated_max = std::max(replicated_max, replicated);
+  }
+  if (spec_.tp_degree > 1 && replicated_max > 0) {
+    replicated_ = TrackedBuffer(replicated_max, MemoryPool::kDevice,
+                                MemoryCategory::kCommunication, true, tracker_);
+  }
+}
+
+// Replicated tensors get equal gradients on every tensor rank in exact arithmetic; one packed
+// sum-allreduce per unit, divided by tp, keeps them bit-identical whatever the rounding.
+void GptShard::finish_unit(int unit, bool sync) {
+  if (sync && spec_.tp_degree > 1) {
+    const auto [first, end] = unit_tensors_[unit];
+    float* p = replicated_.data();
+    for (size_t k = first; k < end; ++k) {
+      const ShardTensor& t = tensors_[k];
+      if (!t.replicated_in_tp) continue;
+      std::memcpy(p, grads_.data() + t.offset, t.numel() * sizeof(float));
+      p += t.numel();
+    }
+    const size_t count = static_cast<size_t>(p - replicated_.data());
+    if (count > 0) {
+      tp().sum(replicated_.data(), count);
+      const float tp = static_cast<float>(spec_.tp_degree);
+      p = replicated_.data();
+      for (size_t k = first; k < end; ++k) {
+        const ShardTensor& t = tensors_[k];
+        if (!t.replicated_in_tp) continue;
+        float* g = grads_.data() + t.offset;
+        for (size_t i = 0; i < t.numel(); ++i) g[i] = p[i] / tp;
+        p += t.numel();
+      }
+    }
+  }
+  if (hooks_ != nullptr) hooks_->gradient_ready(unit);
+}
+
+}  // namespace plexus::engine
