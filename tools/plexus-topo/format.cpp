@@ -1,0 +1,100 @@
+#include "tools/plexus-topo/format.h"
+
+#include <cstdio>
+
+namespace plexus::topo_tool {
+
+std::string format_bytes(uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  double value = static_cast<double>(bytes);
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char buf[32];
+  double tenths = static_cast<double>(static_cast<uint64_t>(value * 10.0 + 0.5)) / 10.0;
+  if (tenths == static_cast<double>(static_cast<uint64_t>(tenths)))
+    std::snprintf(buf, sizeof(buf), "%llu %s", static_cast<unsigned long long>(tenths),
+                  units[unit]);
+  else
+    std::snprintf(buf, sizeof(buf), "%.1f %s", tenths, units[unit]);
+  return buf;
+}
+
+std::string format_mbit(uint64_t mbit_per_s) {
+  if (mbit_per_s % 1000 == 0) return std::to_string(mbit_per_s / 1000) + " Gbit/s";
+  return std::to_string(mbit_per_s) + " Mbit/s";
+}
+
+std::string format_ranks(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "(none)";
+  if (ranks.size() == 1) return std::to_string(ranks[0]);
+  int stride = ranks[1] - ranks[0];
+  bool arithmetic = stride > 0;
+  for (size_t i = 1; i < ranks.size() && arithmetic; ++i)
+    arithmetic = ranks[i] - ranks[i - 1] == stride;
+  if (arithmetic && stride == 1)
+    return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string s;
+  if (arithmetic && ranks.size() > 4) {
+    for (size_t i = 0; i < 3; ++i) s.append(std::to_string(ranks[i])).append(" ");
+    s.append("... ").append(std::to_string(ranks.back()));
+    return s.append(" (every ").append(std::to_string(stride)).append(")");
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i == 16) return s.append(" ... (").append(std::to_string(ranks.size())).append(" in all)");
+    if (i) s.append(" ");
+    s.append(std::to_string(ranks[i]));
+  }
+  return s;
+}
+
+std::string pci_class_name(uint16_t class_id) {
+  switch (class_id) {
+    case 0x0200:
+      return "Ethernet";
+    case 0x0207:
+      return "InfiniBand";
+    case 0x0300:
+      return "VGA";
+    case 0x0302:
+      return "3D controller";
+    case 0x0600:
+      return "host bridge";
+    case 0x0604:
+      return "PCI bridge";
+    case 0x0680:
+      return "other bridge";
+    case 0x0108:
+      return "NVMe";
+    default:
+      break;
+  }
+  switch (class_id >> 8) {
+    case 0x01:
+      return "storage";
+    case 0x02:
+      return "network";
+    case 0x03:
+      return "display";
+    case 0x04:
+      return "multimedia";
+    case 0x05:
+      return "memory";
+    case 0x06:
+      return "bridge";
+    case 0x07:
+      return "communication";
+    case 0x08:
+      return "system";
+    case 0x0c:
+      return "serial bus";
+    case 0x12:
+      return "accelerator";
+    default:
+      return "";
+  }
+}
+
+}  // namespace plexus::topo_tool

@@ -1,0 +1,109 @@
+// plexus-topo: what a host (or a described cluster) is made of, and how a communicator's ranks
+// would group on it.
+//   plexus-topo                           this host, discovered (or PLEXUS_TOPO_FILE)
+//   plexus-topo --topo-file p5.json       a topology file: our JSON, or hwloc XML
+//   plexus-topo --json                    the same as a topology document
+//   plexus-topo --ranks 16 --ranks-per-host 8   the grouping of a 16-rank communicator
+// Exit status: 0 done, 2 bad arguments or a malformed file, 1 anything else.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tools/plexus-topo/print_collectives.h"
+#include "tools/plexus-topo/print_groups.h"
+#include "tools/plexus-topo/print_tree.h"
+#include "topology/rank_fill.h"
+#include "topology/rank_groups.h"
+#include "topology/topology_file.h"
+#include "topology/topology_json.h"
+
+namespace {
+
+using namespace plexus::topology;
+
+int fail(plx_result_t code, const std::string& message) {
+  std::fprintf(stderr, "plexus-topo: %s\n", message.c_str());
+  return code == PLX_ERROR_INVALID_ARGUMENT ? 2 : 1;
+}
+
+// The file named by --topo-file, else PLEXUS_TOPO_FILE, whole; else this host.
+plx_result_t load(const std::string& file, ClusterTopology* cluster, std::string* origin,
+                  std::string* error) {
+  const char* env = std::getenv("PLEXUS_TOPO_FILE");
+  std::string path = !file.empty() ? file : env != nullptr ? env : "";
+  if (!path.empty()) {
+    *origin = file.empty() ? "PLEXUS_TOPO_FILE=" + path : path;
+    plx_result_t rc = read_topology_file(path, cluster, error);
+    if (rc != PLX_SUCCESS && file.empty()) *error = "PLEXUS_TOPO_FILE=" + *error;
+    return rc;
+  }
+  HostTopology host;
+  plx_result_t rc = this_host_topology(&host, error, origin);
+  if (rc == PLX_SUCCESS) *cluster = ClusterTopology{"", {std::move(host)}};
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  bool json = false;
+  bool list_pci = false;
+  int nranks = 0;
+  int per_host = 0;
+  CLI::App app{
+      "plexus-topo: the topology of this host or of a topology file, and how a "
+      "communicator's ranks group on it"};
+  app.add_option("--topo-file", file,
+                 "read this topology file (JSON or hwloc XML) instead of "
+                 "discovering this host (default: PLEXUS_TOPO_FILE)");
+  app.add_flag("--json", json, "print the topology as a JSON topology document");
+  app.add_flag("--pci", list_pci, "list every PCI device in the tree");
+  app.add_option("--ranks", nranks, "show the grouping of a communicator of this many ranks")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--ranks-per-host", per_host,
+                 "ranks on each host, filled in order (default: the first host's GPU count)")
+      ->check(CLI::Range(1, 1024));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  if (per_host != 0 && nranks == 0)
+    return fail(PLX_ERROR_INVALID_ARGUMENT, "--ranks-per-host needs --ranks");
+
+  ClusterTopology cluster;
+  std::string origin, error;
+  if (plx_result_t rc = load(file, &cluster, &origin, &error); rc != PLX_SUCCESS)
+    return fail(rc, error);
+  if (json) {
+    std::fputs(cluster.hosts.size() == 1 && cluster.description.empty()
+                   ? to_json_text(cluster.hosts[0]).c_str()
+                   : to_json_text(cluster).c_str(),
+               stdout);
+    return 0;
+  }
+  std::vector<RankLocation> ranks;
+  if (nranks > 0) {
+    if (per_host == 0) per_host = static_cast<int>(cluster.hosts.front().gpus.size());
+    if (per_host == 0)
+      return fail(PLX_ERROR_INVALID_ARGUMENT, "--ranks-per-host is needed: host " +
+                                                  cluster.hosts.front().host_id +
+                                                  " has no GPUs to count ranks by");
+    if (plx_result_t rc = fill_hosts(cluster, nranks, per_host, &ranks, &error); rc != PLX_SUCCESS)
+      return fail(rc, error);
+  }
+
+  std::printf("source: %s\n", origin.c_str());
+  plexus::topo_tool::print_cluster_tree(stdout, cluster, {list_pci});
+  if (ranks.empty()) return 0;
+  RankGroups groups = group_ranks(ranks);
+  std::printf("\n");
+  plexus::topo_tool::print_rank_groups(stdout, cluster, ranks, groups);
+  std::printf("\n");
+  plexus::topo_tool::print_collective_choices(stdout, cluster, groups);
+  return 0;
+}

@@ -1,0 +1,15 @@
+// cpu_list.h - Linux cpulist strings ("0-23,48-71"), as /sys/devices/system/node/node0/cpulist
+// and hwloc_bitmap_list_snprintf write them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace plexus::topology {
+
+// Number of CPUs `text` lists: comma-separated decimal numbers or ranges "a-b" (a <= b), in
+// increasing order without overlaps. "" lists none. nullopt if `text` is not such a list.
+std::optional<uint32_t> cpu_list_size(std::string_view text);
+
+}  // namespace plexus::topology
