@@ -59,6 +59,11 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_HOST_ID", ConfigType::String, "",
    "Overrides the host identity (default <hostname>/<boot id>); ranks with equal ids are "
    "on one host. Lets one machine emulate a cluster."},
+  {"PLEXUS_TOPO_FILE", ConfigType::String, "",
+   "Loads this host's topology from a file (Plexus JSON, or hwloc XML) instead of discovering "
+   "it; a cluster file's host is chosen by PLEXUS_HOST_ID. See docs/topology.md."},
+  {"PLEXUS_TOPO_DUMP_FILE", ConfigType::String, "",
+   "Writes the discovered topology (Plexus JSON) to this file."},
   {"PLEXUS_ALGO", ConfigType::String, "",
    "Forces algorithms, e.g. \"allreduce:ring,broadcast:binomial\" (collective:algorithm, "
    "comma-separated; <collective>:auto or unset = chosen by the cost model). Names: "
