@@ -177,10 +177,22 @@ TEST(PlexusRun, SigtermReachesEveryRank) {
   kill(launcher.pid(), SIGTERM);
   auto r = launcher.wait(20.0);
   ASSERT_FALSE(r.timed_out);
-  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // every rank stopped cleanly (a preemption handled)
   auto out = split_lines(r.out);
   EXPECT_TRUE(contains(out, "[0] rank 0 got TERM")) << r.out;
   EXPECT_TRUE(contains(out, "[1] rank 1 got TERM")) << r.out;
+}
+
+TEST(PlexusRun, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
+  Subprocess launcher(run_sh({"-n", "2", "--term-grace-seconds", "1"},
+                             "trap 'echo rank $PLEXUS_RANK ignores TERM' TERM; echo ready; "
+                             "while true; do sleep 1; done"));
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 20.0));
+  kill(launcher.pid(), SIGTERM);
+  auto r = launcher.wait(30.0);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
+  EXPECT_NE(r.err.find("sending SIGKILL to ranks 0, 1"), std::string::npos) << r.err;
 }
 
 TEST(PlexusRun, SecondSigintKills) {

@@ -1,13 +1,16 @@
 // plexus-run - starts N ranks of a program on this host, like `torchrun --standalone`.
 //
-//   plexus-run -n 4 [--master-addr A] [--master-port P] [--grace-seconds S] [--no-prefix]
-//              -- PROGRAM ARGS...
+//   plexus-run -n 4 [--master-addr A] [--master-port P] [--grace-seconds S]
+//              [--term-grace-seconds S] [--no-prefix] -- PROGRAM ARGS...
 //
 // Rank r runs with PLEXUS_RANK=r, PLEXUS_WORLD_SIZE=N, PLEXUS_LOCAL_RANK=r,
 // PLEXUS_LOCAL_WORLD_SIZE=N, PLEXUS_MASTER_ADDR and PLEXUS_MASTER_PORT (a free port unless
 // given), and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, cores / N) where unset.
-// Exit codes: 0 when every rank exits 0; 2 for bad usage or a program that cannot be started;
-// otherwise the first failing rank's code (128 + signal), see supervisor.h.
+// SIGTERM or SIGINT to the launcher is forwarded to every rank, which then has
+// --term-grace-seconds (default 60) to finish its step, save and exit before SIGKILL.
+// Exit codes: 0 when every rank exits 0 (also after a forwarded SIGTERM); 2 for bad usage or a
+// program that cannot be started; otherwise the first failing rank's code (128 + signal), see
+// supervisor.h.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -41,6 +44,10 @@ int parse_options(int argc, char** argv, LaunchOptions* options) {
   app.add_option("--grace-seconds", options->grace_seconds,
                  "after a rank fails, how long the others may take to exit before SIGTERM")
       ->capture_default_str();
+  app.add_option("--term-grace-seconds", options->term_grace_seconds,
+                 "after forwarding SIGTERM/SIGINT to the ranks, how long they may take to save "
+                 "and exit before SIGKILL")
+      ->capture_default_str();
   bool no_prefix = false;
   app.add_flag("--no-prefix", no_prefix, "do not prefix output lines with \"[RANK] \"");
   // Everything from the first positional (or after "--") on is PROGRAM ARGS..., untouched.
@@ -70,6 +77,8 @@ int parse_options(int argc, char** argv, LaunchOptions* options) {
     error = fmt::format("--master-port {} not in 1..65535", options->master_port);
   } else if (!(options->grace_seconds >= 0 && options->grace_seconds <= 86400)) {
     error = fmt::format("--grace-seconds {} not in 0..86400", options->grace_seconds);
+  } else if (!(options->term_grace_seconds >= 0 && options->term_grace_seconds <= 86400)) {
+    error = fmt::format("--term-grace-seconds {} not in 0..86400", options->term_grace_seconds);
   } else if (options->master_addr.empty()) {
     error = "--master-addr is empty";
   }

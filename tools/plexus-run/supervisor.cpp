@@ -146,7 +146,7 @@ void Supervisor::handle_signal(int sig) {
                                running_list()));
   signal_running(sig);
   term_at_.reset();  // the ranks just got their signal; SIGKILL follows if they ignore it
-  auto kill_at = Clock::now() + seconds(options_.grace_seconds);
+  auto kill_at = Clock::now() + seconds(options_.term_grace_seconds);
   if (!kill_at_ || kill_at < *kill_at_) kill_at_ = kill_at;
 }
 
@@ -227,7 +227,7 @@ int Supervisor::run() {
   for (Stream& s : streams_) close_stream(s);
   if (first_failure_code_ != 0) return first_failure_code_;
   if (running_count() > 0) return 1;
-  return launcher_signal_ != 0 ? 128 + launcher_signal_ : 0;
+  return 0;  // every rank exited 0, after a forwarded signal or not
 }
 
 void Supervisor::kill_all() {

@@ -4,15 +4,17 @@
 // stdout and stderr and the signal pipe:
 //  - output is copied line by line with the "[R] " prefix (line_prefixer.h);
 //  - SIGINT/SIGTERM to the launcher are forwarded to every rank's process group; a second
-//    SIGINT sends SIGKILL; ranks still alive grace_seconds after a forwarded signal get SIGKILL;
+//    SIGINT sends SIGKILL; ranks still alive term_grace_seconds after a forwarded signal get
+//    SIGKILL (the time a trainer has to finish its step and save a checkpoint);
 //  - the first rank that exits non-zero or dies of a signal is reported, the others get
 //    grace_seconds to exit on their own (they normally detect the lost peer), then SIGTERM,
 //    then SIGKILL kill_after_seconds later;
 //  - after SIGKILL a rank that is still not reaped 5 s later is abandoned with a message;
 //  - when a rank is reaped, whatever is left in its process group (background jobs) is SIGKILLed,
 //    so no descendant outlives the launcher while holding its pipes.
-// Exit code: the first failing rank's code (128 + signal for a signal), else 128 + the signal
-// the launcher received, else 0.
+// Exit code: the first failing rank's code (128 + signal for a signal), else 1 if a rank was
+// abandoned, else 0: every rank exited 0, also when they did so after a forwarded SIGTERM or
+// SIGINT (a trainer that saved and stopped cleanly).
 #pragma once
 
 #include <chrono>
