@@ -11,18 +11,38 @@ ActivePlugin::~ActivePlugin() {
   if (state && library.api().destroy) library.api().destroy(state);
 }
 
+namespace {
+
+// The hook `field` of the plugin's table, or nullptr when the table is too small to hold it (a
+// plugin built for an older ABI: the table grows only by appending).
+template <typename Hook>
+Hook hook_if_present(const plx_plugin_t& api, Hook plx_plugin_t::*field) {
+  const size_t end = static_cast<size_t>(reinterpret_cast<const char*>(&(api.*field)) -
+                                         reinterpret_cast<const char*>(&api)) +
+                     sizeof(Hook);
+  return api.struct_size >= end ? api.*field : nullptr;
+}
+
+}  // namespace
+
 decltype(plx_plugin_t::run_pipeline) ActivePlugin::run_pipeline() const {
-  const plx_plugin_t& api = library.api();
-  return api.struct_size >= offsetof(plx_plugin_t, run_pipeline) + sizeof(api.run_pipeline)
-             ? api.run_pipeline
-             : nullptr;
+  return hook_if_present(library.api(), &plx_plugin_t::run_pipeline);
 }
 
 decltype(plx_plugin_t::tensor_allreduce) ActivePlugin::tensor_allreduce() const {
-  const plx_plugin_t& api = library.api();
-  return api.struct_size >= offsetof(plx_plugin_t, tensor_allreduce) + sizeof(api.tensor_allreduce)
-             ? api.tensor_allreduce
-             : nullptr;
+  return hook_if_present(library.api(), &plx_plugin_t::tensor_allreduce);
+}
+
+decltype(plx_plugin_t::plan_memory) ActivePlugin::plan_memory() const {
+  return hook_if_present(library.api(), &plx_plugin_t::plan_memory);
+}
+
+decltype(plx_plugin_t::reduce_scatter) ActivePlugin::reduce_scatter() const {
+  return hook_if_present(library.api(), &plx_plugin_t::reduce_scatter);
+}
+
+decltype(plx_plugin_t::all_gather) ActivePlugin::all_gather() const {
+  return hook_if_present(library.api(), &plx_plugin_t::all_gather);
 }
 
 ActivePlugins create_plugins(const Placement& placement, plx_comm_t world, int world_rank,

@@ -3,7 +3,7 @@
 // One plugin per written axis and per implied axis of degree > 1 (D, P, T), then one per
 // "+name" (which acts on the data-parallel group). Each gets a context (plugin ABI v2) with the
 // world, its own axis group as `group`, all three axis groups, its degree and coordinate, its
-// arguments and the pipeline options. Plugins are created in placement order on every rank (a
+// arguments and the pipeline options (ABI v2 fields; v3 adds no context fields). Plugins are created in placement order on every rank (a
 // plugin's create may be collective over its group) and destroyed in reverse order.
 #pragma once
 
@@ -40,6 +40,11 @@ struct ActivePlugin {
   // The v2 hooks, or nullptr when the plugin's table is a v1 one (too small to hold them).
   decltype(plx_plugin_t::run_pipeline) run_pipeline() const;
   decltype(plx_plugin_t::tensor_allreduce) tensor_allreduce() const;
+  // The v3 hooks, or nullptr when the plugin's table is a v1 or v2 one.
+  decltype(plx_plugin_t::plan_memory) plan_memory() const;
+  decltype(plx_plugin_t::reduce_scatter) reduce_scatter() const;
+  decltype(plx_plugin_t::all_gather) all_gather() const;
+  const char* name() const { return library.api().name; }
 };
 using ActivePlugins = std::vector<std::unique_ptr<ActivePlugin>>;
 

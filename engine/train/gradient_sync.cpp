@@ -39,20 +39,22 @@ void allreduce_tied_embedding(StageModel& model, plx_comm_t embedding, int world
   }
 }
 
-double global_grad_sum_squares(const StageModel& model, const ParallelGroups& groups,
-                               int world_rank) {
-  const StageLayout& layout = model.layout();
-  double sum = 0.0;
-  for (int c = 0; c < model.num_chunks(); ++c) {
-    const ChunkLayers& l = model.layers(c);
-    const GptShard& shard = model.chunk(c);
-    const bool duplicate_wte = l.head && !l.embed;  // the first stage counts it
-    for (const ShardTensor& t : shard.tensors()) {
-      if (t.replicated_in_tp && layout.tensor_rank != 0) continue;
-      if (duplicate_wte && is_wte(t)) continue;
-      size_t n = 1;
-      for (int s : t.shape) n *= static_cast<size_t>(s);
-      sum += grad_sum_squares(const_cast<GptShard&>(shard).grads() + t.offset, n);
+bool counts_toward_norm(const ShardTensor& t, const ChunkLayers& l, const StageLayout& layout) {
+  if (t.replicated_in_tp && layout.tensor_rank != 0) return false;
+  const bool duplicate_wte = l.head && !l.embed;  // the first stage counts it
+  return !(duplicate_wte && is_wte(t));
+}
+
+double sum_norm_over_groups(double local, bool with_data, const StageLayout& layout,
+                            const ParallelGroups& groups, int world_rank) {
+  double sum = local;
+  if (with_data) {
+    int data_size = 1;
+    check(plx_comm_size(groups.data(), &data_size), groups.data(), world_rank,
+          "the data group's size");
+    if (data_size > 1) {
+      check(plx_allreduce(&sum, &sum, 1, PLX_FLOAT64, PLX_SUM, groups.data(), nullptr),
+            groups.data(), world_rank, "summing the gradient norm over the data group");
     }
   }
   if (layout.tensor_degree > 1) {
@@ -64,6 +66,19 @@ double global_grad_sum_squares(const StageModel& model, const ParallelGroups& gr
           groups.pipeline(), world_rank, "summing the gradient norm over the pipeline group");
   }
   return sum;
+}
+
+double global_grad_sum_squares(const StageModel& model, const ParallelGroups& groups,
+                               int world_rank) {
+  double sum = 0.0;
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    const GptShard& shard = model.chunk(c);
+    for (const ShardTensor& t : shard.tensors()) {
+      if (!counts_toward_norm(t, model.layers(c), model.layout())) continue;
+      sum += grad_sum_squares(shard.grads() + t.offset, t.numel());
+    }
+  }
+  return sum_norm_over_groups(sum, false, model.layout(), groups, world_rank);
 }
 
 void scale_grads(StageModel& model, float factor) {

@@ -41,6 +41,7 @@ struct TrainOptions {
   std::string pipeline_schedule = "1f1b";  // simple (GPipe) | 1f1b | interleaved
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved
   std::string save_params_path;  // full model's parameters gathered to rank 0 at the end; ""
+  std::string memory_report_path;  // each rank's memory figures as JSON, "{rank}" -> rank; ""
 };
 
 struct SampleOptions {

@@ -15,6 +15,7 @@
 #include <fmt/core.h>
 
 #include "engine/data/text_dataset.h"
+#include "engine/memory/memory_tracker.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/grad_clip.h"
@@ -24,7 +25,9 @@
 #include "engine/train/active_plugins.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/explain.h"
-#include "engine/train/gradient_sync.h"
+#include "engine/train/memory_plan.h"
+#include "engine/train/memory_report.h"
+#include "engine/train/optimizer_state.h"
 #include "engine/train/param_gather.h"
 #include "engine/train/parallel_groups.h"
 #include "engine/train/stage_model.h"
@@ -188,12 +191,6 @@ ActivePlugin* plugin_with(const ActivePlugins& plugins, Has has, const char* hoo
   return found;
 }
 
-// The step's per-chunk optimizer state.
-struct ChunkState {
-  std::vector<float> m, v;
-  std::vector<uint8_t> decay;
-};
-
 // Every rank's share of a value that only the head's tensor rank 0 knows (the loss), summed over
 // the world and divided by |D|: the mean over data-parallel replicas, on every rank.
 double replica_mean(World& world, const StageModel& model, double value, int data_degree,
@@ -216,17 +213,6 @@ float validation_loss(StageModel& model, const TextDataset& data, const TrainOpt
       replica_mean(world, model, sum / o.val_batches, data_degree, "validation loss"));
 }
 
-std::vector<const float*> chunk_buffers(StageModel& model, const std::vector<ChunkState>& state,
-                                        int which) {
-  std::vector<const float*> out;
-  for (int c = 0; c < model.num_chunks(); ++c) {
-    out.push_back(which == 0 ? model.chunk(c).params()
-                  : which == 1 ? state[c].m.data()
-                               : state[c].v.data());
-  }
-  return out;
-}
-
 std::string degrees_text(const Placement& placement) {
   std::string text = fmt::format("D{}", placement.degree('D'));
   if (placement.degree('P') > 1) text += fmt::format("P{}", placement.degree('P'));
@@ -243,6 +229,10 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   check_options(o, placement);
   const GptConfig config = model_config(o);
   partition_layers(config.n_layer, P * o.virtual_stages);  // "layers fewer than stages" early
+  if (std::string why = check_memory_report_pattern(o.memory_report_path, world.size());
+      !why.empty()) {
+    throw UsageError(why);
+  }
   const StageLayout layout = stage_layout(placement, world.rank(), o.virtual_stages);
   ShardSpec first = chunk_spec(config, layout, 0);
   if (std::string why = first.validate(config); !why.empty()) {
@@ -271,20 +261,26 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                                  "provides tensor_allreduce",
                                  o.placement, layout.tensor_degree));
   }
+  const MemoryPlan memory = make_memory_plan(plugins, o.placement);
   TextDataset data(o.data_path, o.model.seq_len);
   choose_blas_threads(world.local_size());
 
   // Every shard is the matching slice of Gpt::init_parameters(seed), so replicas start equal.
   StageModel model(config, layout, tensor_ops(tensorer), groups.pipeline());
-  std::vector<ChunkState> state(model.num_chunks());
   size_t local_params = 0;
   for (int c = 0; c < model.num_chunks(); ++c) {
     model.chunk(c).init_parameters(o.seed);
-    state[c].m.assign(model.chunk(c).num_params(), 0.0f);
-    state[c].v.assign(model.chunk(c).num_params(), 0.0f);
-    state[c].decay = model.chunk(c).decay_mask();
     local_params += model.chunk(c).num_params();
   }
+  model.set_activation_policy(memory.activation_policy());
+  std::unique_ptr<OptimizerState> state =
+      make_optimizer_state(memory, model, groups, plugins, world.rank(), data_degree, d,
+                           memory_tracker());
+  // The model is built whole (every chunk's parameters and gradients committed, to be
+  // initialised) before the state releases what its ZeRO stage does not keep: the peaks start
+  // here, from what set-up holds (parameters, gradients, optimizer state), so they show what
+  // training needs rather than that transient (docs/memory.md).
+  memory_tracker().reset_peaks();
 
   if (o.explain) {
     print_explanation(explain_line(placement, world.rank(), model, plugins), world.comm(),
@@ -303,6 +299,9 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                 world.transport_name());
     std::printf("plexus-train: data %s: %zu training and %zu validation bytes\n",
                 o.data_path.c_str(), data.size(Split::kTrain), data.size(Split::kValidation));
+    if (const std::string plan = memory.describe(); !plan.empty()) {
+      std::printf("plexus-train: memory: %s\n", plan.c_str());
+    }
     std::fflush(stdout);
   }
   std::unique_ptr<std::ofstream> metrics;
@@ -310,16 +309,18 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     metrics = std::make_unique<std::ofstream>(o.metrics_path);
     if (!*metrics) throw UsageError("cannot write --metrics-file '" + o.metrics_path + "'");
   }
+  // Every rank takes part: a sharded state all-gathers its parts into whole chunks first.
+  auto gather = [&](StateBuffer which) {
+    const ChunkValues values = state->full_values(which);
+    return gather_full_model(config, placement, model, values.chunks, world.comm(),
+                             world.rank());
+  };
   auto save = [&](const std::string& path, bool with_optimizer, int64_t next_step, float val) {
-    std::vector<float> params = gather_full_model(config, placement, model,
-                                                  chunk_buffers(model, state, 0), world.comm(),
-                                                  world.rank());
+    std::vector<float> params = gather(StateBuffer::kParams);
     std::vector<float> m, v;
     if (with_optimizer) {
-      m = gather_full_model(config, placement, model, chunk_buffers(model, state, 1),
-                            world.comm(), world.rank());
-      v = gather_full_model(config, placement, model, chunk_buffers(model, state, 2),
-                            world.comm(), world.rank());
+      m = gather(StateBuffer::kAdamM);
+      v = gather(StateBuffer::kAdamV);
     }
     if (leader) {
       save_checkpoint(path, make_checkpoint(o, config, std::move(params), std::move(m),
@@ -337,7 +338,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     const auto t0 = std::chrono::steady_clock::now();
     data.train_batch(o.seed, step, d * local_rows, local_rows, tokens, targets);
     model.set_batch(tokens.data(), targets.data(), local_rows, o.model.seq_len, o.microbatches);
-    model.zero_grad();
+    state->zero_grad();
     if (P > 1) {
       char err[1024] = {};
       plx_result_t r = pipeliner->run_pipeline()(pipeliner->state, model.stage_ops(), err,
@@ -346,27 +347,12 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     } else {
       model.run_local();
     }
-    allreduce_tied_embedding(model, groups.embedding(), world.rank());
-    for (int c = 0; c < model.num_chunks(); ++c) {
-      plx_grad_view_t view = PLX_GRAD_VIEW_INIT;
-      view.grads = model.chunk(c).grads();
-      view.count = model.chunk(c).num_params();
-      for (auto& p : plugins) {
-        if (!p->library.api().after_backward) continue;
-        char err[512] = {};
-        plx_result_t r = p->library.api().after_backward(p->state, &view, err, sizeof(err));
-        if (r != PLX_SUCCESS) throw CommFailure(r, err);
-      }
-    }
-    const double sum_squares = global_grad_sum_squares(model, groups, world.rank());
+    state->reduce_gradients();
+    const double sum_squares = state->grad_sum_squares();
     const float grad_norm = static_cast<float>(std::sqrt(sum_squares));
-    scale_grads(model, clip_coefficient(sum_squares, o.grad_clip));
+    state->scale_grads(clip_coefficient(sum_squares, o.grad_clip));
     adam.lr = learning_rate(o, step);
-    for (int c = 0; c < model.num_chunks(); ++c) {
-      GptShard& shard = model.chunk(c);
-      adamw_step(shard.params(), shard.grads(), state[c].m.data(), state[c].v.data(),
-                 shard.num_params(), step + 1, adam, state[c].decay.data());
-    }
+    state->step(step + 1, adam);
     const float loss = static_cast<float>(
         replica_mean(world, model, model.mean_loss(), data_degree, "training loss"));
     const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -420,7 +406,15 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     save(o.save_params_path, false, step, last_val);
     if (leader) std::printf("plexus-train: saved parameters %s\n", o.save_params_path.c_str());
   }
+  if (leader) {
+    std::printf("plexus-train: memory peaks (rank 0)\n%s\n", memory_tracker().summary().c_str());
+  }
+  if (!o.memory_report_path.empty()) {
+    write_memory_report(memory_report_path(o.memory_report_path, world.rank()), world.rank(),
+                        o.placement, memory_tracker());
+  }
   std::fflush(stdout);
+  state.reset();    // unhook the model before the plugins whose collectives the hooks call
   plugins.clear();  // destroy the plugins before their groups
   return 0;
 }

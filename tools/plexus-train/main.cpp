@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--save-params", t.save_params_path,
                  "at the end, gather the full model's parameters to rank 0 and write them here");
+  app.add_option("--memory-report", t.memory_report_path,
+                 "at the end, every rank writes its memory figures (JSON) here; {rank} in the "
+                 "path becomes the rank");
 
   app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
   app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();

@@ -1,0 +1,25 @@
+// memory_report.h - the memory figures plexus-train gives at the end of a run: rank 0 prints
+// its peaks (MemoryTracker::summary()), and with --memory-report PATH every rank writes
+//   {"rank": r, "placement": "D4+zero2", "memory": MemoryTracker::report()}
+// to PATH with every "{rank}" replaced by r (docs/memory.md lists the categories).
+#pragma once
+
+#include <string>
+
+#include "engine/memory/memory_tracker.h"
+
+namespace plexus::engine {
+
+// pattern with every "{rank}" replaced by rank.
+std::string memory_report_path(const std::string& pattern, int rank);
+
+// "" if pattern can name every rank's file: it has "{rank}", or the world has one rank;
+// otherwise the message for the user.
+std::string check_memory_report_pattern(const std::string& pattern, int world_size);
+
+// Writes the report (atomically: a temporary file renamed into place). Throws
+// std::runtime_error naming the path if it cannot be written.
+void write_memory_report(const std::string& path, int rank, const std::string& placement,
+                         const MemoryTracker& tracker);
+
+}  // namespace plexus::engine

@@ -1,0 +1,31 @@
+// optimizer_state.cpp - choosing the training state a memory plan asks for (see
+// optimizer_state.h).
+#include "engine/train/optimizer_state.h"
+
+#include "engine/train/replicated_state.h"
+#include "engine/train/sharded_state.h"
+
+namespace plexus::engine {
+
+std::unique_ptr<OptimizerState> make_optimizer_state(const MemoryPlan& plan, StageModel& model,
+                                                     const ParallelGroups& groups,
+                                                     const ActivePlugins& plugins,
+                                                     int world_rank, int data_degree,
+                                                     int data_rank, MemoryTracker& tracker) {
+  if (!plan.sharded()) {
+    return std::make_unique<ReplicatedState>(model, groups, plugins,
+                                             plan.plan.offload_optimizer != 0, world_rank,
+                                             tracker);
+  }
+  ShardingHooks hooks;
+  if (plan.sharder != nullptr) {
+    hooks.reduce_scatter = plan.sharder->reduce_scatter();
+    hooks.all_gather = plan.sharder->all_gather();
+    hooks.state = plan.sharder->state;
+    hooks.name = plan.sharder->name();
+  }
+  return std::make_unique<ShardedState>(plan.plan, hooks, model, groups, world_rank, data_degree,
+                                        data_rank, tracker);
+}
+
+}  // namespace plexus::engine
