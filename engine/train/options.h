@@ -33,6 +33,9 @@ struct TrainOptions {
   size_t bucket_bytes = 25u << 20;
   std::string checkpoint_path = "checkpoints/gpt.ckpt";  // "" disables saving
   int64_t save_every = 0;     // 0: only at the end
+  // Universal sharded checkpoints (resume, reshape); "" disables. Resumes from the newest
+  // complete one found there, saves every save_every steps, at the end and on SIGTERM/SIGINT.
+  std::string checkpoint_dir;
   std::string metrics_path;   // JSON lines of per-step metrics (rank 0), "" disables
   double time_limit_s = 0;    // stop early (and save) after this much wall time; 0: none
   float target_val_loss = 0;  // stop early (and save) once validation loss is below; 0: none

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "engine/plugin/plugin_loader.h"
 #include "engine/train/active_plugins.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/checkpoint_io.h"
 #include "engine/train/explain.h"
 #include "engine/train/memory_plan.h"
 #include "engine/train/memory_report.h"
@@ -31,6 +33,7 @@
 #include "engine/train/param_gather.h"
 #include "engine/train/parallel_groups.h"
 #include "engine/train/stage_model.h"
+#include "engine/train/stop_request.h"
 #include "engine/train/world.h"
 #include "topology/host.h"
 
@@ -328,15 +331,53 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     }
   };
 
+  // Universal sharded checkpoints: resume from the newest complete one, if any.
+  const ShardedCheckpointContext sharded{o.checkpoint_dir, config, o.placement, data_degree, d};
+  float last_val = NAN;
+  int64_t step = 0;
+  uint64_t data_seed = o.seed;
+  int64_t saved_step = -1;  // the step of the sharded checkpoint on disk that this run has
+  if (!o.checkpoint_dir.empty()) {
+    std::string path;
+    std::optional<CheckpointRun> resumed;
+    try {
+      resumed = load_newest_sharded_checkpoint(sharded, o.global_batch, model, *state, world,
+                                               &path);
+    } catch (const CheckpointError& e) {
+      throw UsageError(e.what());  // a damaged or mismatched checkpoint is bad input (exit 2)
+    }
+    if (resumed) {
+      step = saved_step = resumed->next_step;
+      last_val = resumed->last_val_loss;
+      data_seed = resumed->seed;
+      if (leader) {
+        std::printf("plexus-train: resumed from %s: next step %lld%s\n", path.c_str(),
+                    static_cast<long long>(step + 1),
+                    data_seed != o.seed ? " (data order from the checkpoint's --seed)" : "");
+        std::fflush(stdout);
+      }
+    }
+  }
+  auto save_sharded = [&](int64_t next_step) {
+    if (o.checkpoint_dir.empty() || next_step == saved_step) return;
+    const std::string path = save_sharded_checkpoint(
+        sharded, CheckpointRun{next_step, data_seed, o.global_batch, last_val}, model, *state,
+        world);
+    saved_step = next_step;
+    if (leader) {
+      std::printf("plexus-train: saved sharded checkpoint %s\n", path.c_str());
+      std::fflush(stdout);
+    }
+  };
+
+  StopRequestScope stop_scope;  // SIGTERM/SIGINT: finish the step, save, exit 0
   AdamWConfig adam;
   adam.weight_decay = o.weight_decay;
   std::vector<int32_t> tokens, targets;
   const auto start = std::chrono::steady_clock::now();
-  float last_val = NAN;
-  int64_t step = 0;
   for (; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    data.train_batch(o.seed, step, d * local_rows, local_rows, tokens, targets);
+    data.train_batch(data_seed, step, d * local_rows, local_rows, tokens, targets);
     model.set_batch(tokens.data(), targets.data(), local_rows, o.model.seq_len, o.microbatches);
     state->zero_grad();
     if (P > 1) {
@@ -379,22 +420,26 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
         *metrics << row.dump() << "\n" << std::flush;
       }
     }
-    if (!o.checkpoint_path.empty() && o.save_every > 0 && (step + 1) % o.save_every == 0) {
-      save(o.checkpoint_path, true, step + 1, last_val);
+    if (o.save_every > 0 && (step + 1) % o.save_every == 0) {
+      if (!o.checkpoint_path.empty()) save(o.checkpoint_path, true, step + 1, last_val);
+      save_sharded(step + 1);
     }
-    bool stop = (validate && o.target_val_loss > 0 && last_val < o.target_val_loss);
-    if (o.time_limit_s > 0) stop = world.any(elapsed > o.time_limit_s, "time limit") || stop;
-    if (stop) {
+    const bool reached = validate && o.target_val_loss > 0 && last_val < o.target_val_loss;
+    const bool timed_out =
+        o.time_limit_s > 0 && world.any(elapsed > o.time_limit_s, "time limit");
+    const bool signalled = world.any(stop_requested(), "stop request");
+    if (reached || timed_out || signalled) {
       ++step;
       if (leader) {
         std::printf("plexus-train: stopping after step %lld (%s)\n", static_cast<long long>(step),
-                    validate && o.target_val_loss > 0 && last_val < o.target_val_loss
-                        ? "validation loss reached the target"
-                        : "time limit reached");
+                    reached     ? "validation loss reached the target"
+                    : timed_out ? "time limit reached"
+                                : "stop requested by a signal; run the same command to resume");
       }
       break;
     }
   }
+  save_sharded(step);
   if (!o.checkpoint_path.empty()) {
     save(o.checkpoint_path, true, step, last_val);
     if (leader) {

@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", t.checkpoint_path, "checkpoint file written at the end (\"\": none)")
       ->capture_default_str();
   app.add_option("--save-every", t.save_every, "also save every N steps (0: only at the end)");
+  app.add_option("--checkpoint-dir", t.checkpoint_dir,
+                 "sharded checkpoints: resume from the newest complete one here, save every "
+                 "--save-every steps, at the end and when stopped by SIGTERM/SIGINT");
   app.add_option("--metrics-file", t.metrics_path, "JSON lines of per-step metrics (rank 0)");
   app.add_option("--time-limit", t.time_limit_s, "stop and save after this many seconds (0: none)");
   app.add_option("--target-val-loss", t.target_val_loss,

@@ -1,0 +1,68 @@
+// checkpoint_io.h - the trainer's side of universal sharded checkpoints
+// (sharded_checkpoint.h): which of this rank's values it writes, and where loaded values go,
+// whatever the placement and ZeRO stage.
+//
+// Saving: for each chunk and each of params, adam_m, adam_v, the state's owned ranges
+// (OptimizerState::owned_ranges: the whole chunk when replicated, this rank's part of every unit
+// under ZeRO) intersected with the chunk's owned full runs (full_runs.h: a tensor held by several
+// tensor ranks or pipeline stages is written by one of them). Replicated state is further cut
+// evenly over the data ranks (rank d writes local elements [d*n/|D|, (d+1)*n/|D|)), so every
+// rank writes a share and the files of one checkpoint tile the model exactly once. Then a
+// barrier, rank 0 finalizes (coverage check, manifest, rename), and a second barrier, so when
+// save returns on any rank the checkpoint is complete.
+//
+// Loading: every rank reads, for each of its held ranges, every element it holds (replicas
+// included) from whichever rank files have it, then the state rebuilds whole parameters
+// (params_written). Elements that map nowhere (vocabulary padding rows) keep their values.
+//
+// The training state saved with it: "step" (the next step to run: data position, AdamW's step
+// count and the learning-rate schedule all follow from it), "seed" (the data order), the global
+// batch, the last validation loss. Loading refuses another model or another global batch with a
+// CheckpointError naming both values.
+//
+// Errors: CheckpointError (bad or mismatched checkpoint, OS errors), CommFailure (a peer failed
+// during the barriers). Every rank must call save and load together.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model/gpt.h"
+#include "engine/train/optimizer_state.h"
+#include "engine/train/stage_model.h"
+#include "engine/train/world.h"
+
+namespace plexus::engine {
+
+struct CheckpointRun {
+  int64_t next_step = 0;  // the first step still to run
+  uint64_t seed = 0;
+  int global_batch = 0;
+  float last_val_loss = 0;  // NaN if none yet
+};
+
+struct ShardedCheckpointContext {
+  std::string dir;
+  GptConfig config;
+  std::string placement;
+  int data_degree = 1;
+  int data_rank = 0;
+};
+
+// Writes <dir>/step-<next_step> from every rank; returns its path (on every rank).
+std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
+                                    const CheckpointRun& run, StageModel& model,
+                                    OptimizerState& state, World& world);
+
+// If dir holds a complete checkpoint: loads the newest into the state and returns what it
+// recorded; nullopt (nothing changed) if there is none. Throws CheckpointError for a damaged one
+// or for another model or global batch (never falling back to an older one); when one rank
+// fails, every rank throws (the others name the failing rank), so none waits in a collective.
+std::optional<CheckpointRun> load_newest_sharded_checkpoint(
+    const ShardedCheckpointContext& context, int global_batch, StageModel& model,
+    OptimizerState& state, World& world, std::string* path);
+
+}  // namespace plexus::engine
