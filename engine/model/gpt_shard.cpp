@@ -17,7 +17,7 @@
 namespace plexus::engine {
 
 GptShard::GptShard(const GptConfig& config, const ShardSpec& spec, TensorParallelOps ops,
-                   MemoryTracker* tracker)
+                   MemoryTracker* tracker, StorageOptions storage)
     : config_(config), spec_(spec), ops_(std::move(ops)),
       tracker_(tracker != nullptr ? tracker : &memory_tracker()) {
   tensors_ = shard_tensors(config, spec);  // validates config and spec
@@ -56,8 +56,10 @@ GptShard::GptShard(const GptConfig& config, const ShardSpec& spec, TensorParalle
     *slot = t.offset;
   }
   const size_t n = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel();
-  params_ = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kParameters, true, tracker_);
-  grads_ = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kGradients, true, tracker_);
+  params_ = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kParameters,
+                          storage.params_committed, tracker_);
+  grads_ = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kGradients,
+                         storage.grads_committed, tracker_);
   build_units();
 }
 
@@ -78,6 +80,7 @@ std::vector<uint8_t> GptShard::decay_mask() const {
 }
 
 void GptShard::zero_grad() {
+  if (grads_.committed() == 0) return;  // ZeRO-2/3 between backward passes
   if (grads_.committed() == grads_.size()) {
     std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
     return;

@@ -25,7 +25,9 @@
 // so a ZeRO runtime can gather, free and reduce parameters and gradients unit by unit. The
 // tensor-parallel sync of a unit's replicated gradients runs right before gradient_ready(unit).
 //
-// Memory: params and grads are TrackedBuffers in (device, parameters) and (device, gradients);
+// Memory: params and grads are TrackedBuffers in (device, parameters) and (device, gradients),
+// committed whole or not at all as StorageOptions say (a ZeRO runtime builds them uncommitted
+// and initialises unit by unit with init_unit_parameters, so the whole model is never held);
 // every activation, the backward workspace and the recompute area in (device, activations),
 // offloaded block inputs in (host, activations) (shard_activations.h), the packed replicated
 // gradients for their allreduce in (device, communication); all in the tracker given to the
@@ -123,15 +125,25 @@ void extract_from_full(const std::vector<ShardTensor>& tensors, const float* ful
 
 class ActivationSlot;  // shard_activations.h
 
+// Whether a new shard's parameter and gradient buffers start committed (zero-filled and
+// accounted) or released (reserved only; commit a range before using it). Both committed by
+// default. ZeRO-2/3 build the gradients released, ZeRO-3 the parameters too (DeepSpeed's
+// zero.Init): the runtime commits what it keeps, range by range.
+struct StorageOptions {
+  bool params_committed = true;
+  bool grads_committed = true;
+};
+
 class GptShard {
  public:
-  // Builds the tensor table and the units and allocates params and grads (zero-filled, fully
-  // committed; call init_parameters next). ops is used only when spec.tp_degree > 1 (both
-  // functions required then). Every buffer is accounted in tracker (nullptr: memory_tracker()),
-  // which must outlive the shard. Throws std::invalid_argument with config.validate()'s or
-  // spec.validate()'s message.
+  // Builds the tensor table and the units and allocates params and grads, each zero-filled and
+  // fully committed or wholly released as storage says (call init_parameters, or
+  // init_unit_parameters per committed unit, next). ops is used only when spec.tp_degree > 1
+  // (both functions required then). Every buffer is accounted in tracker (nullptr:
+  // memory_tracker()), which must outlive the shard. Throws std::invalid_argument with
+  // config.validate()'s or spec.validate()'s message.
   GptShard(const GptConfig& config, const ShardSpec& spec, TensorParallelOps ops,
-           MemoryTracker* tracker = nullptr);
+           MemoryTracker* tracker = nullptr, StorageOptions storage = {});
   ~GptShard();
   GptShard(const GptShard&) = delete;
   GptShard& operator=(const GptShard&) = delete;
@@ -172,9 +184,16 @@ class GptShard {
 
   // Values equal to the matching slice of Gpt(config).init_parameters(seed): each full tensor
   // is generated from Gpt's per-tensor stream and this shard's part kept (padding rows 0).
-  // Does not touch grads. Writes every element: call it while params are fully committed.
+  // Does not touch grads. Writes every element; throws std::logic_error naming the released
+  // count if params are not fully committed (use init_unit_parameters then).
   void init_parameters(uint64_t seed);
-  // Sets every committed gradient element to 0 (released ranges are left alone).
+  // The same values for unit `unit` of units() only: writes exactly [offset, offset + count)
+  // of that unit, bit for bit what init_parameters writes there. The caller commits the range
+  // first. Throws std::invalid_argument for unit outside 0..units().size()-1, std::logic_error
+  // if the unit's range is not committed; each names the shard, the unit and the range.
+  void init_unit_parameters(uint64_t seed, int unit);
+  // Sets every committed gradient element to 0 (released ranges are left alone, never read or
+  // written).
   void zero_grad();
 
   // Activation slots: forward/backward of several microbatches may be in flight (1F1B keeps up
@@ -212,6 +231,8 @@ class GptShard {
   void check_forward_args(int slot, const int32_t* tokens, const float* input,
                           const int32_t* targets, int B, int T, float* output) const;
   void layout_workspace(int B, int T);
+  // Writes tensors_[k]'s values (tp_partition.cpp); full: scratch for the full tensor.
+  void init_tensor(uint64_t seed, size_t k, std::vector<float>& full);
   // Blocks per checkpointed group (checkpoint_every; 1 without checkpointing). Group g holds
   // the shard's blocks [g*N, min(n, (g+1)*N)) (local indices).
   int group_size() const;

@@ -1,10 +1,12 @@
 // gpt_shard_units.cpp - a GptShard's parameter units (param_units.h): the table that cuts its
-// flat buffer into "wte", "wpe", "blocks.<i>", "ln_f" (and the head's own "wte"), and the end
-// of a unit's backward: the tensor-parallel sync of its replicated gradients, then
-// gradient_ready.
+// flat buffer into "wte", "wpe", "blocks.<i>", "ln_f" (and the head's own "wte"), a unit's
+// initial values (init_unit_parameters), and the end of a unit's backward: the tensor-parallel
+// sync of its replicated gradients, then gradient_ready.
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "engine/model/gpt_shard.h"
 
@@ -45,6 +47,25 @@ void GptShard::build_units() {
     replicated_ = TrackedBuffer(replicated_max, MemoryPool::kDevice,
                                 MemoryCategory::kCommunication, true, tracker_);
   }
+}
+
+// A unit is whole tensors, so its values are those tensors' init_parameters values.
+void GptShard::init_unit_parameters(uint64_t seed, int unit) {
+  if (unit < 0 || static_cast<size_t>(unit) >= units_.size()) {
+    throw std::invalid_argument(where("init_unit_parameters") + ": unit " +
+                                std::to_string(unit) + " not in 0.." +
+                                std::to_string(static_cast<long long>(units_.size()) - 1));
+  }
+  const ParamUnit& u = units_[unit];
+  if (!params_.is_committed(u.offset, u.count)) {
+    throw std::logic_error(where("init_unit_parameters") + ": unit " + std::to_string(unit) +
+                           " ('" + u.name + "', elements [" + std::to_string(u.offset) + ", " +
+                           std::to_string(u.offset + u.count) +
+                           ")) is not committed; commit it first");
+  }
+  std::vector<float> full;
+  const auto [first, end] = unit_tensors_[unit];
+  for (size_t k = first; k < end; ++k) init_tensor(seed, k, full);
 }
 
 // Replicated tensors get equal gradients on every tensor rank in exact arithmetic; one packed

@@ -242,18 +242,29 @@ void extract_from_full(const std::vector<ShardTensor>& tensors, const float* ful
   }
 }
 
+// The full tensor from Gpt's stream, then this shard's runs of it; padding rows 0.
+void GptShard::init_tensor(uint64_t seed, size_t k, std::vector<float>& full) {
+  const ShardTensor& t = tensors_[k];
+  full.resize(t.full_numel());
+  init_full_tensor(full.data(), full.size(), init_kind(t.name), t.full_index, seed,
+                   config_.n_layer);
+  float* local = params_.data() + t.offset;
+  std::fill(local, local + t.numel(), 0.0f);
+  for_each_run(t, [&](size_t at_local, size_t at_full, size_t n) {
+    std::memcpy(local + at_local, full.data() + at_full, n * sizeof(float));
+  });
+}
+
 void GptShard::init_parameters(uint64_t seed) {
-  std::vector<float> full;
-  for (const ShardTensor& t : tensors_) {
-    full.resize(t.full_numel());
-    init_full_tensor(full.data(), full.size(), init_kind(t.name), t.full_index, seed,
-                     config_.n_layer);
-    float* local = params_.data() + t.offset;
-    std::fill(local, local + t.numel(), 0.0f);
-    for_each_run(t, [&](size_t at_local, size_t at_full, size_t n) {
-      std::memcpy(local + at_local, full.data() + at_full, n * sizeof(float));
-    });
+  if (params_.committed() != params_.size()) {
+    throw std::logic_error(where("init_parameters") + ": " +
+                           std::to_string(params_.size() - params_.committed()) + " of " +
+                           std::to_string(params_.size()) +
+                           " parameters are released; commit them, or initialise unit by unit "
+                           "with init_unit_parameters");
   }
+  std::vector<float> full;
+  for (size_t k = 0; k < tensors_.size(); ++k) init_tensor(seed, k, full);
 }
 
 }  // namespace plexus::engine

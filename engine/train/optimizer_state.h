@@ -79,15 +79,24 @@ class OptimizerState {
   virtual void params_written() = 0;
 };
 
-// The state a plan asks for: ReplicatedState when plan.zero_stage is 0, else ShardedState. Call
-// after the chunks' init_parameters (a sharded state keeps its part of the initial values and
-// releases the rest). world_rank: for messages; data_degree, data_rank: |D| and this rank's
-// coordinate in the data group. The model, groups, plugins and tracker must outlive the state.
-// Throws CommFailure.
+// How the model must be built for the state a plan asks for (StageModel's storage): ZeRO-2/3
+// with the gradient released, ZeRO-3 with the parameters released too, else both committed.
+StorageOptions model_storage(const plx_memory_plan_t& plan);
+
+// The state a plan asks for: ReplicatedState when plan.zero_stage is 0, else ShardedState.
+// Either initialises the parameters to the matching slice of Gpt::init_parameters(seed), so
+// replicas start equal: the replicated state with every chunk's init_parameters, the sharded
+// one as sharded_state.h says (ZeRO-3 unit by unit). Build the model with model_storage(plan)
+// first, so that no moment of set-up holds what the plan does not keep. world_rank: for
+// messages; data_degree, data_rank: |D| and this rank's coordinate in the data group. The
+// model, groups, plugins and tracker must outlive the state. Throws CommFailure, and
+// std::logic_error from init_parameters for a replicated state over a model built without its
+// parameters committed.
 std::unique_ptr<OptimizerState> make_optimizer_state(const MemoryPlan& plan, StageModel& model,
                                                      const ParallelGroups& groups,
                                                      const ActivePlugins& plugins,
                                                      int world_rank, int data_degree,
-                                                     int data_rank, MemoryTracker& tracker);
+                                                     int data_rank, uint64_t seed,
+                                                     MemoryTracker& tracker);
 
 }  // namespace plexus::engine

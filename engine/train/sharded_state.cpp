@@ -12,9 +12,17 @@
 
 namespace plexus::engine {
 
+namespace {
+
+void commit_whole(TrackedBuffer& buffer) {
+  if (buffer.committed() != buffer.size()) buffer.commit_all();
+}
+
+}  // namespace
+
 ShardedState::ShardedState(const plx_memory_plan_t& plan, const ShardingHooks& hooks,
                            StageModel& model, const ParallelGroups& groups, int world_rank,
-                           int data_degree, int data_rank, MemoryTracker& tracker)
+                           int data_degree, int data_rank, uint64_t seed, MemoryTracker& tracker)
     : plan_(plan), model_(model), groups_(groups), world_rank_(world_rank), tracker_(tracker),
       collectives_(hooks, data_degree, data_rank, world_rank, tracker) {
   const int stage = plan_.zero_stage;
@@ -31,13 +39,20 @@ ShardedState::ShardedState(const plx_memory_plan_t& plan, const ShardingHooks& h
     const size_t n = chunk.partition.shard_elements();
     chunk.m = TrackedBuffer(n, moments, MemoryCategory::kOptimizer, true, &tracker);
     chunk.v = TrackedBuffer(n, moments, MemoryCategory::kOptimizer, true, &tracker);
-    if (stage < 2) continue;
-    shard.grad_storage().release_all();
+    if (stage < 3) {  // the parameters stay whole
+      commit_whole(shard.param_storage());
+      shard.init_parameters(seed);
+    }
+    if (stage == 1) {  // and the gradient too
+      commit_whole(shard.grad_storage());
+      continue;
+    }
+    shard.grad_storage().release_all();  // nothing unless the model was built with it committed
     chunk.grad_shard = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kGradients, true,
                                      &tracker);
     if (stage == 3) {
       chunk.param_shard = TrackedBuffer(n, MemoryPool::kDevice, MemoryCategory::kParameters,
-                                        true, &tracker);
+                                        false, &tracker);
     }
     ZeroHookSettings settings;
     settings.stage = stage;
@@ -46,19 +61,28 @@ ShardedState::ShardedState(const plx_memory_plan_t& plan, const ShardingHooks& h
     chunk.hooks = std::make_unique<ZeroUnitHooks>(shard, chunk.partition, collectives_, settings,
                                                   chunk.grad_shard.data(),
                                                   chunk.param_shard.data());
-    for (int u = 0; u < chunk.partition.num_units() && stage == 3; ++u) {
-      // Keep this rank's part of the initial values (equal on every replica), free the rest; a
-      // persistent unit stays whole in params() and needs no shard.
-      const UnitSlice& s = chunk.partition.slice(u);
-      if (chunk.hooks->persistent(u)) {
-        chunk.param_shard.release(s.shard_offset, s.part);
-        continue;
-      }
-      std::memcpy(chunk.param_shard.data() + s.shard_offset, shard.params() + s.full_begin(),
-                  s.owned * sizeof(float));
-      shard.param_storage().release(s.unit_offset, s.unit_count);
-    }
+    if (stage == 3) init_sharded_params(c, seed);
     model.set_unit_hooks(c, chunk.hooks.get());
+  }
+}
+
+// DeepSpeed's zero.Init: unit by unit, commit the unit's range, write its initial values, keep
+// this rank's part in the shard and release the range, unless the unit is persistent (it stays
+// whole, with no shard copy). The parameters never exceed the shard, the persistent units and
+// one unit, and every replica computes the same values, so no communication is needed.
+void ShardedState::init_sharded_params(int c, uint64_t seed) {
+  GptShard& shard = model_.chunk(c);
+  Chunk& chunk = chunks_[c];
+  TrackedBuffer& params = shard.param_storage();
+  for (int u = 0; u < chunk.partition.num_units(); ++u) {
+    const UnitSlice& s = chunk.partition.slice(u);
+    params.commit(s.unit_offset, s.unit_count);
+    shard.init_unit_parameters(seed, u);
+    if (chunk.hooks->persistent(u)) continue;
+    chunk.param_shard.commit(s.shard_offset, s.part);  // zero-filled: the padding stays 0
+    std::memcpy(chunk.param_shard.data() + s.shard_offset, shard.params() + s.full_begin(),
+                s.owned * sizeof(float));
+    params.release(s.unit_offset, s.unit_count);
   }
 }
 

@@ -23,6 +23,7 @@
 // elements, never the padding, then sums over the data, tensor and pipeline groups.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -36,12 +37,21 @@ namespace plexus::engine {
 class ShardedState : public OptimizerState {
  public:
   // plan.zero_stage in 1..3; hooks: the sharding plugin's collectives on the data group (both
-  // set; make_memory_plan checks it). Call after the chunks' init_parameters: keeps this rank's
-  // part of the values, releases what the stage does not keep, installs the hooks (stages 2, 3)
-  // on every chunk. Throws std::logic_error for a stage outside 1..3.
+  // set; make_memory_plan checks it). Initialises the parameters to the matching slice of
+  // Gpt::init_parameters(seed) (the same on every data replica) and lays out what the stage
+  // keeps (DeepSpeed's zero.Init):
+  //   stages 1, 2  the parameters whole (committed if the model was built without them), then
+  //                init_parameters; stage 1 the gradient whole too;
+  //   stages 2, 3  the model's gradient released (the hooks commit a unit's range during its
+  //                backward), the shard gradient committed;
+  //   stage 3      unit by unit: commit the unit, init_unit_parameters, copy this rank's part to
+  //                the shard, release the unit unless persistent.
+  // A model built with optimizer_state.h's model_storage(plan) therefore never holds its whole
+  // gradient (stages 2, 3) or its whole parameters (stage 3), not even here. Installs the hooks
+  // (stages 2, 3) on every chunk. Throws std::logic_error for a stage outside 1..3.
   ShardedState(const plx_memory_plan_t& plan, const ShardingHooks& hooks, StageModel& model,
                const ParallelGroups& groups, int world_rank, int data_degree, int data_rank,
-               MemoryTracker& tracker);
+               uint64_t seed, MemoryTracker& tracker);
   ~ShardedState() override;
 
   void zero_grad() override;
@@ -67,6 +77,7 @@ class ShardedState : public OptimizerState {
   // The chunk's gradient of its owned elements: full space (stage 1) or the shard.
   float* owned_grads(int c, size_t full_index, size_t shard_index);
   void drain();
+  void init_sharded_params(int chunk, uint64_t seed);
   void rebuild_params(int chunk);
   void sum_tied_embedding();
   void check_chunk(int chunk, const char* what) const;

@@ -33,12 +33,12 @@ ShardSpec chunk_spec(const GptConfig& config, const StageLayout& layout, int chu
 }
 
 StageModel::StageModel(const GptConfig& config, const StageLayout& layout, TensorParallelOps ops,
-                       plx_comm_t pipeline_group)
+                       plx_comm_t pipeline_group, StorageOptions storage, MemoryTracker* tracker)
     : config_(config), layout_(layout), pipeline_group_(pipeline_group) {
   for (int c = 0; c < layout.virtual_stages; ++c) {
     const ShardSpec spec = chunk_spec(config, layout, c);
     const ChunkLayers l{spec.first_block, spec.last_block, spec.embed, spec.head};
-    chunks_.push_back(Chunk{l, std::make_unique<GptShard>(config, spec, ops)});
+    chunks_.push_back(Chunk{l, std::make_unique<GptShard>(config, spec, ops, tracker, storage)});
   }
   ops_.struct_size = sizeof(plx_stage_ops_t);
   ops_.abi_version = PLX_PLUGIN_ABI_VERSION;

@@ -268,22 +268,18 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   TextDataset data(o.data_path, o.model.seq_len);
   choose_blas_threads(world.local_size());
 
-  // Every shard is the matching slice of Gpt::init_parameters(seed), so replicas start equal.
-  StageModel model(config, layout, tensor_ops(tensorer), groups.pipeline());
+  // The model holds only what the plan keeps (ZeRO-2/3: no whole gradient, ZeRO-3: no whole
+  // parameters), even during set-up, so the memory peaks cover the whole run (docs/memory.md).
+  // The state initialises every shard to the matching slice of Gpt::init_parameters(seed), so
+  // replicas start equal.
+  StageModel model(config, layout, tensor_ops(tensorer), groups.pipeline(),
+                   model_storage(memory.plan));
   size_t local_params = 0;
-  for (int c = 0; c < model.num_chunks(); ++c) {
-    model.chunk(c).init_parameters(o.seed);
-    local_params += model.chunk(c).num_params();
-  }
+  for (int c = 0; c < model.num_chunks(); ++c) local_params += model.chunk(c).num_params();
   model.set_activation_policy(memory.activation_policy());
   std::unique_ptr<OptimizerState> state =
-      make_optimizer_state(memory, model, groups, plugins, world.rank(), data_degree, d,
+      make_optimizer_state(memory, model, groups, plugins, world.rank(), data_degree, d, o.seed,
                            memory_tracker());
-  // The model is built whole (every chunk's parameters and gradients committed, to be
-  // initialised) before the state releases what its ZeRO stage does not keep: the peaks start
-  // here, from what set-up holds (parameters, gradients, optimizer state), so they show what
-  // training needs rather than that transient (docs/memory.md).
-  memory_tracker().reset_peaks();
 
   if (o.explain) {
     print_explanation(explain_line(placement, world.rank(), model, plugins), world.comm(),

@@ -1,5 +1,6 @@
 // gpt_shard_memory_test.cpp - what a GptShard holds, as its private MemoryTracker counts it:
-// parameters and gradients (4 bytes a parameter), and the activation peaks of keeping every
+// parameters and gradients (4 bytes a parameter, or none when built without them committed, as
+// ZeRO builds them), and the activation peaks of keeping every
 // block's activations, of checkpointing every N blocks and of offloading the checkpointed inputs
 // to the host pool, each against the figure computed from the shapes here.
 #include <cblas.h>
@@ -149,6 +150,46 @@ TEST_F(GptShardMemoryTest, ZeroGradZeroesOnlyCommittedRanges) {
   for (size_t i = 0; i < shard.num_params(); ++i) {
     if (i >= block.offset && i < block.offset + block.count) continue;
     ASSERT_EQ(shard.grads()[i], 0.0f) << i;
+  }
+}
+
+// StorageOptions: a buffer built uncommitted accounts nothing, ever, until a range is committed;
+// zero_grad leaves released gradient ranges alone.
+TEST_F(GptShardMemoryTest, BuffersBuiltUncommittedAccountNothingUntilCommitted) {
+  const GptConfig c = test_config(2);
+  const ShardSpec spec{0, 2, true, true, 1, 0};
+  for (const StorageOptions storage : {StorageOptions{true, false}, StorageOptions{false, false},
+                                       StorageOptions{false, true}}) {
+    SCOPED_TRACE(std::string("params ") + (storage.params_committed ? "committed" : "released") +
+                 ", grads " + (storage.grads_committed ? "committed" : "released"));
+    MemoryTracker tracker;
+    GptShard shard(c, spec, TensorParallelOps{}, &tracker, storage);
+    const size_t n = shard.num_params();
+    const int64_t bytes = kFloat * static_cast<int64_t>(n);
+    EXPECT_EQ(shard.param_storage().committed(), storage.params_committed ? n : 0u);
+    EXPECT_EQ(shard.grad_storage().committed(), storage.grads_committed ? n : 0u);
+    EXPECT_EQ(tracker.current(MemoryPool::kDevice, MemoryCategory::kParameters),
+              storage.params_committed ? bytes : 0);
+    EXPECT_EQ(tracker.current(MemoryPool::kDevice, MemoryCategory::kGradients),
+              storage.grads_committed ? bytes : 0);
+    shard.zero_grad();
+    EXPECT_EQ(shard.grad_storage().committed(), storage.grads_committed ? n : 0u);
+    // One unit's gradient committed (as ZeRO-2's acquire does), written, then zeroed.
+    const ParamUnit& block = shard.units()[3];  // blocks.1
+    ASSERT_EQ(block.name, "blocks.1");
+    shard.grad_storage().commit(block.offset, block.count);
+    std::fill(shard.grads() + block.offset, shard.grads() + block.offset + block.count, 2.0f);
+    shard.zero_grad();
+    for (size_t i = block.offset; i < block.offset + block.count; ++i) {
+      ASSERT_EQ(shard.grads()[i], 0.0f) << i;
+    }
+    EXPECT_EQ(shard.grad_storage().committed(), storage.grads_committed ? n : block.count);
+    const int64_t grad_peak = storage.grads_committed
+                                  ? bytes
+                                  : kFloat * static_cast<int64_t>(block.count);
+    EXPECT_EQ(tracker.peak(MemoryPool::kDevice, MemoryCategory::kGradients), grad_peak);
+    EXPECT_EQ(tracker.peak(MemoryPool::kDevice, MemoryCategory::kParameters),
+              storage.params_committed ? bytes : 0);
   }
 }
 
