@@ -47,7 +47,7 @@ class MemoryTracker {
   int64_t peak(MemoryPool pool, MemoryCategory category) const;
   int64_t current_total(MemoryPool pool) const;
   int64_t peak_total(MemoryPool pool) const;
-  // Sets every peak to the current value (e.g. after set-up, to measure steps only).
+  // Sets every peak to the current value (to measure one phase, e.g. in a test).
   void reset_peaks();
   // {"device": {"current": {...per category...}, "peak": {...}, "current_total": n,
   //  "peak_total": n}, "host": {...}}, in bytes.
