@@ -13,6 +13,9 @@
 // An algorithm is called only when count > 0 (alltoallv and barrier: always) and
 // n >= 1; with n == 1 it must still copy sendbuf to recvbuf when they differ.
 //
+// Where ranks run: args.hosts (host_layout.h), set by the communicator; NULL means every rank
+// on one host. Only the hierarchical algorithms read it; the others ignore it.
+//
 // Ops: args.op is one of PLX_SUM, PLX_PROD, PLX_MIN, PLX_MAX, PLX_AVG. PLX_AVG reduces as a sum
 // and divides once by n at the end (divide_by in comm/reduce/reduce.h). The pre-multiplied sum
 // is turned into PLX_SUM before an algorithm runs (the C ABI scales the input first).
@@ -48,6 +51,8 @@
 
 namespace plexus::comm {
 
+struct HostLayout;  // host_layout.h
+
 enum class Collective {
   Allreduce,
   Reduce,
@@ -77,6 +82,8 @@ struct CollArgs {
   const size_t* rdispls = nullptr;
   // Largest message slice the pipelined algorithms cut (PLEXUS_CHUNK_BYTES).
   size_t chunk_bytes = size_t{1} << 20;
+  // The communicator's hosts (the hierarchical algorithms); NULL: one host. Not owned.
+  const HostLayout* hosts = nullptr;
 };
 
 using AlgorithmFn = plx_result_t (*)(Transport& transport, uint64_t tag_base,
@@ -98,6 +105,10 @@ plx_result_t recursive_doubling_allreduce(Transport& transport, uint64_t tag_bas
 // Traeff 2009), each reducing then broadcasting half the data, pipelined in chunks.
 plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_base,
                                           const CollArgs& args);
+// hierarchical_allreduce.cpp: reduce-scatter inside each host, allreduce of each shard between
+// hosts along its lane, allgather inside each host (NCCL's and Horovod's hierarchical scheme).
+plx_result_t hierarchical_allreduce(Transport& transport, uint64_t tag_base,
+                                    const CollArgs& args);
 
 // ---- reduce ------------------------------------------------------------------------------
 // binomial_reduce.cpp: binomial tree towards the root, pipelined in chunks for large messages.
@@ -105,6 +116,9 @@ plx_result_t binomial_reduce(Transport& transport, uint64_t tag_base, const Coll
 // ring_reduce.cpp: ring reduce-scatter, then every segment gathered at the root (Rabenseifner's
 // reduce for large messages).
 plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// hierarchical_reduce.cpp: a binomial tree inside each host towards the host's leader, then a
+// chain (binomial for one slice) of the hosts' leaders towards the root, pipelined in slices.
+plx_result_t hierarchical_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- broadcast ---------------------------------------------------------------------------
 // broadcast.cpp: binomial tree, and pipelined chain.
@@ -113,6 +127,10 @@ plx_result_t chain_broadcast(Transport& transport, uint64_t tag_base, const Coll
 // scatter_allgather_broadcast.cpp: binomial scatter then ring allgather (van de Geijn).
 plx_result_t scatter_allgather_broadcast(Transport& transport, uint64_t tag_base,
                                          const CollArgs& args);
+// hierarchical_broadcast.cpp: a chain (binomial for one slice) of the hosts' leaders on the
+// root's lane, then a binomial tree inside each host, pipelined in slices.
+plx_result_t hierarchical_broadcast(Transport& transport, uint64_t tag_base,
+                                    const CollArgs& args);
 
 // ---- reduce-scatter ----------------------------------------------------------------------
 // ring_reduce_scatter.cpp: n-1 steps around the ring, pipelined in chunks.
@@ -120,12 +138,20 @@ plx_result_t ring_reduce_scatter(Transport& transport, uint64_t tag_base, const 
 // recursive_halving_reduce_scatter.cpp: log2(n) halving steps; non-powers of two folded.
 plx_result_t recursive_halving_reduce_scatter(Transport& transport, uint64_t tag_base,
                                               const CollArgs& args);
+// hierarchical_reduce_scatter.cpp: reduce-scatter inside each host by lane, then along each lane
+// between hosts (Traeff & Hunold's full-lane reduce-scatter).
+plx_result_t hierarchical_reduce_scatter(Transport& transport, uint64_t tag_base,
+                                         const CollArgs& args);
 
 // ---- allgather ---------------------------------------------------------------------------
 // ring_allgather.cpp: n-1 steps around the ring, pipelined in chunks.
 plx_result_t ring_allgather(Transport& transport, uint64_t tag_base, const CollArgs& args);
 // bruck_allgather.cpp: ceil(log2 n) steps for any n (Bruck et al., IEEE TPDS 8(11), 1997).
 plx_result_t bruck_allgather(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// hierarchical_allgather.cpp: allgather along each lane between hosts, then inside each host
+// (Traeff & Hunold's full-lane allgather).
+plx_result_t hierarchical_allgather(Transport& transport, uint64_t tag_base,
+                                    const CollArgs& args);
 
 // ---- all-to-all --------------------------------------------------------------------------
 // pairwise_alltoall.cpp: n-1 direct exchanges, step s with rank r+s / r-s (also alltoallv).

@@ -41,33 +41,12 @@
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/double_binary_tree.h"
 #include "comm/algorithms/tree_pipeline.h"
 #include "comm/algorithms/trivial_reduction.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
-namespace {
-
-// Parent of rank r in the in-order binary tree rooted at 0 (NCCL's ncclGetBtree), -1 at 0.
-int btree_parent(int n, int r) {
-  if (r == 0) return -1;
-  const int bit = r & -r;
-  const int up = (r ^ bit) | (bit << 1);
-  return up < n ? up : r ^ bit;
-}
-
-// Parent of rank r in tree 1: tree 0 mirrored for even n, shifted by one for odd n
-// (NCCL's ncclGetDtree).
-int second_tree_parent(int n, int r) {
-  if (n % 2 == 0) {
-    const int p = btree_parent(n, n - 1 - r);
-    return p < 0 ? -1 : n - 1 - p;
-  }
-  const int p = btree_parent(n, (r - 1 + n) % n);
-  return p < 0 ? -1 : (p + 1) % n;
-}
-
-}  // namespace
 
 plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_base,
                                           const CollArgs& args) {

@@ -17,15 +17,20 @@ AlgorithmFn algorithm_function(AlgorithmId id) {
     case AlgorithmId::AllreduceRabenseifner: return rabenseifner_allreduce;
     case AlgorithmId::AllreduceRecursiveDoubling: return recursive_doubling_allreduce;
     case AlgorithmId::AllreduceDoubleBinaryTree: return double_binary_tree_allreduce;
+    case AlgorithmId::AllreduceHierarchical: return hierarchical_allreduce;
     case AlgorithmId::ReduceBinomial: return binomial_reduce;
     case AlgorithmId::ReduceRing: return ring_reduce;
+    case AlgorithmId::ReduceHierarchical: return hierarchical_reduce;
     case AlgorithmId::BroadcastBinomial: return binomial_broadcast;
     case AlgorithmId::BroadcastChain: return chain_broadcast;
     case AlgorithmId::BroadcastScatterAllgather: return scatter_allgather_broadcast;
+    case AlgorithmId::BroadcastHierarchical: return hierarchical_broadcast;
     case AlgorithmId::ReduceScatterRing: return ring_reduce_scatter;
     case AlgorithmId::ReduceScatterRecursiveHalving: return recursive_halving_reduce_scatter;
+    case AlgorithmId::ReduceScatterHierarchical: return hierarchical_reduce_scatter;
     case AlgorithmId::AllgatherRing: return ring_allgather;
     case AlgorithmId::AllgatherBruck: return bruck_allgather;
+    case AlgorithmId::AllgatherHierarchical: return hierarchical_allgather;
     case AlgorithmId::AlltoallPairwise: return pairwise_alltoall;
     case AlgorithmId::AlltoallBruck: return bruck_alltoall;
     case AlgorithmId::AlltoallvPairwise: return pairwise_alltoallv;
@@ -42,7 +47,7 @@ AlgorithmFn algorithm_function(AlgorithmId id) {
 plx_result_t choose_algorithm(plx_comm* comm, const CollArgs& args, ChosenAlgorithm* out) {
   // The size the cost model reasons about: the per-rank count of the collective, in bytes.
   const size_t bytes = args.count * datatype_bytes(args.datatype);
-  const AlgorithmChoice choice = choose(args.collective, bytes, comm->size, comm->cost,
+  const AlgorithmChoice choice = choose(args.collective, bytes, comm->cost_shape, comm->cost,
                                         comm->chunk_bytes, comm->overrides);
   out->id = choice.algorithm;
   out->fn = algorithm_function(choice.algorithm);

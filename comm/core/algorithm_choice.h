@@ -3,7 +3,8 @@
 //
 // The choice: the algorithm forced for the collective by PLEXUS_ALGO or plx_comm_set_algorithm,
 // else the one the cost model (comm/tuning/cost_model.h) predicts fastest for the call's size
-// with the communicator's shared parameters. Every rank computes the same choice from the same
+// with the communicator's shared parameters and its hosts (plx_comm::cost_shape: one level on
+// one host, two levels across hosts). Every rank computes the same choice from the same
 // inputs, and the chosen id is part of the argument signature anyway. Logged at INFO with the
 // cost model's reason.
 #pragma once

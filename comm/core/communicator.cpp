@@ -6,8 +6,10 @@
 //      (PLEXUS_TRANSPORT: libfabric with its provider choice, or UCX);
 //   3. open the endpoint; round 1 gathers "settings\0address" from every rank;
 //   4. insert the addresses;
-//   5. the cost model's parameters: rank 0's cached or measured ones, shared with every rank;
-//      round 2 waits for all, then the rendezvous connection goes to its liveness watcher.
+//   5. the host layout (hosts in order of first rank, local ranks, rails) from the host ids, and
+//      the cost model's parameters: rank 0's cached or measured ones (both levels when the ranks
+//      span hosts), shared with every rank; round 2 waits for all, then the rendezvous
+//      connection goes to its liveness watcher.
 // Split communicators are made in communicator_split.cpp.
 #include "comm/core/communicator.h"
 
@@ -170,15 +172,18 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   // last rendezvous round then holds every rank until all have them, so no rank leaves (and,
   // say, aborts) while another is still receiving; only then does the liveness watch start.
   if (comm->size > 1) {
-    PLX_CHECK(load_or_measure(*comm->transport, comm->next_tag_base(), my_host, &comm->cost));
+    PLX_CHECK(load_or_measure(*comm->transport, comm->next_tag_base(), my_host, &comm->hosts,
+                              &comm->cost));
   }
   if (rendezvous) {
     std::vector<Bytes> ready;
     PLX_CHECK(comm->rendezvous->allgather(2, Bytes{}, &ready));
     comm->rendezvous->start_watching();
   }
-  log_message(LogLevel::Info, "communicator ready: rank {} of {}, local {} of {}, provider {}",
-              comm->rank, comm->size, comm->local_rank, comm->local_size, provider);
+  log_message(LogLevel::Info,
+              "communicator ready: rank {} of {}, local {} of {}, {} host{}, provider {}",
+              comm->rank, comm->size, comm->local_rank, comm->local_size,
+              comm->hosts.host_count(), comm->hosts.host_count() == 1 ? "" : "s", provider);
   *out = comm.release();
   return PLX_SUCCESS;
 }
@@ -190,6 +195,13 @@ plx_result_t finish_setup(plx_comm* comm) {
   PLX_CHECK(config_integer("PLEXUS_CHECK_ARGS", 0, 1, &check_args));
   comm->check_args = check_args.value_or(1) != 0;
   PLX_CHECK(algo_overrides_from_env(comm->rank, &comm->overrides));
+  if (comm->host_ids.size() != static_cast<size_t>(comm->size)) {
+    return set_error(PLX_ERROR_INTERNAL,
+                     fmt::format("rank {}: {} host ids for {} ranks", comm->rank,
+                                 comm->host_ids.size(), comm->size));
+  }
+  comm->hosts = host_layout(comm->host_ids);
+  comm->cost_shape = cost_shape(comm->hosts);
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
   return PLX_SUCCESS;
 }

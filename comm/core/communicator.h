@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/algorithms/host_layout.h"
 #include "comm/bootstrap/rendezvous_client.h"
 #include "comm/bootstrap/rendezvous_server.h"
 #include "comm/bootstrap/unique_id.h"
@@ -22,6 +23,7 @@
 #include "comm/transport/transport.h"
 #include "comm/tuning/algo_override.h"
 #include "comm/tuning/cost_model.h"
+#include "comm/tuning/cost_shape.h"
 #include "plexus/plexus.h"
 
 struct plx_comm {
@@ -33,6 +35,10 @@ struct plx_comm {
   size_t chunk_bytes = size_t{1} << 20;
   bool check_args = true;  // PLEXUS_CHECK_ARGS: compare argument signatures (signature.h)
   std::vector<std::string> host_ids;  // per rank
+  // Where the ranks run, from host_ids (finish_setup): the hierarchical algorithms' layout
+  // (CollArgs::hosts) and the two-level cost model's view of it.
+  plexus::comm::HostLayout hosts;
+  plexus::comm::CostShape cost_shape;
 
   std::shared_ptr<plexus::comm::AsyncState> async;
   std::unique_ptr<plexus::bootstrap::RendezvousServer> server;  // when this process runs it
@@ -97,7 +103,8 @@ plx_result_t destroy_communicator(plx_comm* comm);
 void abort_communicator(plx_comm* comm);
 
 // Fields every communicator sets the same way once its transport is connected: the executor,
-// the point-to-point counters, PLEXUS_CHECK_ARGS.
+// the point-to-point counters, PLEXUS_CHECK_ARGS, and the host layout and cost shape built from
+// host_ids (which must be set, one per rank).
 plx_result_t finish_setup(plx_comm* comm);
 
 }  // namespace plexus::comm

@@ -109,6 +109,7 @@ plx_result_t apply_premul(plx_comm* comm, CollectiveOp& op,
 plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   CollArgs& a = op.args;
   a.chunk_bytes = comm->chunk_bytes;
+  a.hosts = &comm->hosts;  // the hierarchical algorithms' layout
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
   comm->last_algorithm =

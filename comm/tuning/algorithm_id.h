@@ -6,16 +6,19 @@
 // (the communicator's dispatch), so this file links no algorithm.
 //
 //   collective       algorithms
-//   allreduce        ring, rabenseifner, recursive_doubling, double_binary_tree
-//   reduce           binomial, ring
-//   broadcast        binomial, chain, scatter_allgather
-//   reduce_scatter   ring, recursive_halving
-//   allgather        ring, bruck
+//   allreduce        ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical
+//   reduce           binomial, ring, hierarchical
+//   broadcast        binomial, chain, scatter_allgather, hierarchical
+//   reduce_scatter   ring, recursive_halving, hierarchical
+//   allgather        ring, bruck, hierarchical
 //   alltoall         pairwise, bruck
 //   alltoallv        pairwise
 //   gather           linear, binomial
 //   scatter          linear, binomial
 //   barrier          dissemination
+//
+// The hierarchical (two-level, host-aware) algorithms come last in each list: on one host they
+// degenerate to a flat algorithm listed before them, which therefore wins the cost model's ties.
 #pragma once
 
 #include <cstddef>
@@ -33,15 +36,20 @@ enum class AlgorithmId {
   AllreduceRabenseifner,
   AllreduceRecursiveDoubling,
   AllreduceDoubleBinaryTree,
+  AllreduceHierarchical,
   ReduceBinomial,
   ReduceRing,
+  ReduceHierarchical,
   BroadcastBinomial,
   BroadcastChain,
   BroadcastScatterAllgather,
+  BroadcastHierarchical,
   ReduceScatterRing,
   ReduceScatterRecursiveHalving,
+  ReduceScatterHierarchical,
   AllgatherRing,
   AllgatherBruck,
+  AllgatherHierarchical,
   AlltoallPairwise,
   AlltoallBruck,
   AlltoallvPairwise,

@@ -68,26 +68,31 @@ std::optional<std::string> text_field(const nlohmann::json& object, const char* 
 // What rank 0 tells everyone: where the parameters come from, and the parameters when known.
 enum class Decision { Use = 1, Measure = 2, Failed = 3 };
 
-plx_result_t broadcast_decision(Transport& transport, uint64_t tag_base, double record[4]) {
+constexpr size_t kRecordValues = 6;  // decision, alpha, beta, gamma, inter alpha, inter beta
+
+plx_result_t broadcast_decision(Transport& transport, uint64_t tag_base,
+                                double record[kRecordValues]) {
   CollArgs args;
   args.collective = Collective::Broadcast;
   args.sendbuf = record;
   args.recvbuf = record;
-  args.count = 4;
+  args.count = kRecordValues;
   args.datatype = PLX_FLOAT64;
   args.root = 0;
   return binomial_broadcast(transport, tag_base | kDecisionIndex, args);
 }
 
-// Rank 0's choice of source. *path is the cache file ("" without a cache folder).
+// Rank 0's choice of source. *path is the cache file ("" without a cache folder). With
+// `two_level`, a cache file without the inter-host values is measured again.
 Decision decide(const std::string& host_id, const std::string& provider, int rank, int nranks,
-                CostParams* params, std::string* path, plx_result_t* error) {
+                bool two_level, CostParams* params, std::string* path, plx_result_t* error) {
   const char* next = nranks > 1 ? "measuring" : "one rank, nothing to measure";
   if (const auto text = config_string("PLEXUS_COST_MODEL")) {
     *error = parse_cost_model(*text, rank, params);
     if (*error != PLX_SUCCESS) return Decision::Failed;
-    log_message(LogLevel::Info, "cost model from PLEXUS_COST_MODEL: {}",
-                format_cost_params(*params));
+    log_message(LogLevel::Info, "cost model from PLEXUS_COST_MODEL: {}{}",
+                format_cost_params(*params),
+                two_level && !params->two_level() ? " (one level for every host)" : "");
     return Decision::Use;
   }
   const std::string dir = cost_cache_dir();
@@ -108,6 +113,11 @@ Decision decide(const std::string& host_id, const std::string& provider, int ran
                 nranks > 1 ? "measuring again" : "one rank, nothing to measure");
     return Decision::Measure;
   }
+  if (two_level && !params->two_level()) {
+    log_message(LogLevel::Info, "cost model: cache file {} has no inter-host values; measuring "
+                "both levels", *path);
+    return Decision::Measure;
+  }
   log_message(LogLevel::Info, "cost model loaded from {}: {}", *path,
               format_cost_params(*params));
   return Decision::Use;
@@ -119,17 +129,21 @@ plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out) 
   const auto fail = [&](const std::string& why) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
                      fmt::format("PLEXUS_COST_MODEL=\"{}\": rank {}: {}; expected "
-                                 "alpha_us,beta_ns_per_byte,gamma_ns_per_byte, three "
-                                 "non-negative numbers, e.g. 2.5,0.1,0.05",
+                                 "alpha_us,beta_ns_per_byte,gamma_ns_per_byte"
+                                 "[,inter_alpha_us,inter_beta_ns_per_byte], three or five "
+                                 "non-negative numbers, e.g. 2.5,0.1,0.05 or 2.5,0.1,0.05,25,4",
                                  text, rank, why));
   };
-  static constexpr const char* kNames[] = {"alpha_us", "beta_ns_per_byte", "gamma_ns_per_byte"};
+  static constexpr const char* kNames[] = {"alpha_us", "beta_ns_per_byte", "gamma_ns_per_byte",
+                                           "inter_alpha_us", "inter_beta_ns_per_byte"};
   const size_t given = static_cast<size_t>(std::count(text.begin(), text.end(), ',')) + 1;
-  if (given != 3) return fail(fmt::format("{} value{} given", given, given == 1 ? "" : "s"));
-  double values[3] = {0, 0, 0};
+  if (given != 3 && given != 5) {
+    return fail(fmt::format("{} value{} given", given, given == 1 ? "" : "s"));
+  }
+  double values[5] = {0, 0, 0, 0, 0};
   size_t begin = 0;
-  for (int i = 0; i < 3; ++i) {
-    const size_t end = i < 2 ? text.find(',', begin) : text.size();
+  for (size_t i = 0; i < given; ++i) {
+    const size_t end = i + 1 < given ? text.find(',', begin) : text.size();
     const std::string_view item = trim(text.substr(begin, end - begin));
     begin = end + 1;
     const char* last = item.data() + item.size();
@@ -139,7 +153,8 @@ plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out) 
       return fail(fmt::format("{} '{}' is not a non-negative number", kNames[i], item));
     }
   }
-  *out = CostParams{values[0] * 1e-6, values[1] * 1e-9, values[2] * 1e-9};
+  *out = CostParams{values[0] * 1e-6, values[1] * 1e-9, values[2] * 1e-9, values[3] * 1e-6,
+                    values[4] * 1e-9};
   return PLX_SUCCESS;
 }
 
@@ -192,7 +207,20 @@ bool read_cost_cache(const std::string& path, std::string_view host_id, std::str
     *why = "alpha_s, beta_s_per_byte and gamma_s_per_byte must be positive numbers";
     return false;
   }
-  *out = CostParams{*alpha, *beta, *gamma};
+  CostParams params{*alpha, *beta, *gamma};
+  const auto inter_alpha = number(doc, "inter_alpha_s");
+  const auto inter_beta = number(doc, "inter_beta_s_per_byte");
+  if (inter_alpha || inter_beta || doc.contains("inter_alpha_s") ||
+      doc.contains("inter_beta_s_per_byte")) {
+    if (!inter_alpha || !inter_beta || !positive_finite(*inter_alpha) ||
+        !positive_finite(*inter_beta)) {
+      *why = "inter_alpha_s and inter_beta_s_per_byte must both be positive numbers";
+      return false;
+    }
+    params.inter_alpha_s = *inter_alpha;
+    params.inter_beta_s_per_byte = *inter_beta;
+  }
+  *out = params;
   return true;
 }
 
@@ -218,6 +246,10 @@ bool write_cost_cache(const std::string& path, std::string_view host_id,
       {"gamma_s_per_byte", params.gamma_s_per_byte},
       {"measured_unix_s", static_cast<int64_t>(std::time(nullptr))},
   };
+  if (params.two_level()) {
+    doc["inter_alpha_s"] = params.inter_alpha_s;
+    doc["inter_beta_s_per_byte"] = params.inter_beta_s_per_byte;
+  }
   const std::string text =
       doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const std::string temp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
@@ -244,7 +276,13 @@ bool write_cost_cache(const std::string& path, std::string_view host_id,
 
 plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std::string& host_id,
                              CostParams* out) {
+  return load_or_measure(transport, tag_base, host_id, nullptr, out);
+}
+
+plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std::string& host_id,
+                             const HostLayout* hosts, CostParams* out) {
   const int rank = transport.rank();
+  const bool two_level = hosts != nullptr && hosts->host_count() > 1;
   if (!out) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
                      fmt::format("load_or_measure: rank {}: out is NULL", rank));
@@ -255,10 +293,10 @@ plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std:
   CostParams params;
   std::string path;
   plx_result_t error = PLX_SUCCESS;
-  double record[4] = {0, 0, 0, 0};  // decision, alpha, beta, gamma
+  double record[kRecordValues] = {0, 0, 0, 0, 0, 0};  // decision, then the parameters
   if (rank == 0) {
     const Decision decision =
-        decide(host, provider, rank, transport.size(), &params, &path, &error);
+        decide(host, provider, rank, transport.size(), two_level, &params, &path, &error);
     if (decision == Decision::Failed) {
       // Keep rank 0's message; the broadcast below must not replace it.
       const std::string message = last_error();
@@ -275,6 +313,8 @@ plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std:
     record[1] = params.alpha_s;
     record[2] = params.beta_s_per_byte;
     record[3] = params.gamma_s_per_byte;
+    record[4] = params.inter_alpha_s;
+    record[5] = params.inter_beta_s_per_byte;
   }
   if (transport.size() > 1) PLX_CHECK(broadcast_decision(transport, tag_base, record));
 
@@ -291,7 +331,7 @@ plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std:
                                  rank));
   }
   if (decision == Decision::Use) {
-    *out = CostParams{record[1], record[2], record[3]};
+    *out = CostParams{record[1], record[2], record[3], record[4], record[5]};
     return PLX_SUCCESS;
   }
   if (decision != Decision::Measure) {
@@ -300,7 +340,7 @@ plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std:
                                  rank, record[0]));
   }
   const auto start = std::chrono::steady_clock::now();
-  PLX_CHECK(measure_cost_params(transport, tag_base, &params));
+  PLX_CHECK(measure_cost_params(transport, tag_base, hosts, &params));
   if (rank == 0) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

@@ -2,18 +2,24 @@
 // disk, or given by PLEXUS_COST_MODEL.
 //
 // Where the parameters come from, in order (decided by rank 0, obeyed by all):
-//   1. PLEXUS_COST_MODEL="alpha_us,beta_ns_per_byte,gamma_ns_per_byte", e.g. "2.5,0.1,0.05":
-//      no measurement at all (tests, and emulating another machine).
+//   1. PLEXUS_COST_MODEL="alpha_us,beta_ns_per_byte,gamma_ns_per_byte", e.g. "2.5,0.1,0.05",
+//      or with the two levels' inter-host values appended,
+//      "alpha_us,beta_ns_per_byte,gamma_ns_per_byte,inter_alpha_us,inter_beta_ns_per_byte":
+//      no measurement at all (tests, and emulating another machine). Three values on a
+//      communicator that spans hosts mean one level.
 //   2. The cache file <dir>/cost-<host>-<provider>.json, <dir> = PLEXUS_CACHE_DIR, else
 //      $XDG_CACHE_HOME/plexus, else $HOME/.cache/plexus. A file that cannot be parsed, has another
 //      format version, or names another host or provider is ignored with a WARN line.
-//   3. measure_cost_params (comm/tuning/measure.h) on every rank; rank 0 then writes the cache
-//      atomically (a temporary file renamed over the old one). A failed write is a WARN, not an
-//      error: the measured parameters are used anyway.
-// The file (format version kCostCacheVersion):
+//      On a communicator that spans hosts a file without the inter-host values does not do: it
+//      is measured again (both levels) and rewritten.
+//   3. measure_cost_params (comm/tuning/measure.h) on every rank, with both levels when the
+//      communicator spans hosts; rank 0 then writes the cache atomically (a temporary file
+//      renamed over the old one). A failed write is a WARN, not an error: the measured parameters
+//      are used anyway.
+// The file (format version kCostCacheVersion; the inter_* fields only with two levels):
 //   {"format": "plexus-cost-model", "version": 1, "host_id": "...", "provider": "tcp;ofi_rxm",
 //    "alpha_s": 2.9e-06, "beta_s_per_byte": 2.1e-10, "gamma_s_per_byte": 5e-11,
-//    "measured_unix_s": 1700000000}
+//    "inter_alpha_s": 2.5e-05, "inter_beta_s_per_byte": 4e-09, "measured_unix_s": 1700000000}
 #pragma once
 
 #include <cstdint>
@@ -21,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "comm/algorithms/host_layout.h"
 #include "comm/transport/transport.h"
 #include "comm/tuning/cost_model.h"
 
@@ -28,8 +35,9 @@ namespace plexus::comm {
 
 constexpr int kCostCacheVersion = 1;
 
-// Parses PLEXUS_COST_MODEL's text: three comma-separated non-negative decimal numbers,
-// alpha in microseconds, beta and gamma in nanoseconds per byte (whitespace allowed). Returns
+// Parses PLEXUS_COST_MODEL's text: three or five comma-separated non-negative decimal numbers,
+// alpha in microseconds, beta and gamma in nanoseconds per byte, then optionally the inter-host
+// alpha (microseconds) and beta (nanoseconds per byte) (whitespace allowed). Returns
 // PLX_ERROR_INVALID_ARGUMENT with "PLEXUS_COST_MODEL=\"text\": rank R: ..." otherwise; *out is
 // written only on success.
 plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out);
@@ -62,5 +70,9 @@ bool write_cost_cache(const std::string& path, std::string_view host_id,
 // the parameters came from.
 plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std::string& host_id,
                              CostParams* out);
+// The same for a communicator laid out as `hosts` (NULL: one host): with several hosts it
+// measures both levels, and a cached or given one-level value set is taken as described above.
+plx_result_t load_or_measure(Transport& transport, uint64_t tag_base, const std::string& host_id,
+                             const HostLayout* hosts, CostParams* out);
 
 }  // namespace plexus::comm

@@ -9,7 +9,16 @@
 // message that pays alpha (E. Chan, M. Heimlich, A. Purkayastha and R. van de Geijn, "Collective
 // communication: theory, practice, and experience", CCPE 19(13), 2007, for pipelining).
 // Each formula, with its source and its extra steps for ranks that are not a power of two, is in
-// cost_model.cpp. Bruck's rotation and packing copies are charged gamma per byte; other staging copies are not modelled.
+// cost_model.cpp. Bruck's rotation and packing copies are charged gamma per byte; other staging
+// copies are not modelled.
+//
+// Two levels. A communicator whose ranks span hosts has a second alpha and beta for messages
+// between hosts (CostParams::inter_*), and a CostShape (cost_shape.h) saying where its ranks run.
+// Then every step of a flat algorithm is charged at the rate of its busiest host link (a ring that
+// crosses hosts runs at the network's beta), and the hierarchical algorithms
+// (hierarchical_cost.h) are charged per phase, so the choice between flat and hierarchical falls
+// out of the same comparison. With one level (one host, or parameters without inter_* values)
+// every prediction is the one-level formula, exactly as before.
 //
 // `bytes` is the size the collective's count defines, count * element bytes (algorithms.h):
 //   allreduce, reduce, broadcast   the whole vector, m
@@ -26,17 +35,27 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/tuning/algo_override.h"
 #include "comm/tuning/algorithm_id.h"
+#include "comm/tuning/cost_shape.h"
 
 namespace plexus::comm {
 
 struct CostParams {
-  double alpha_s = 0;           // latency of one message, seconds
-  double beta_s_per_byte = 0;   // inverse bandwidth, seconds per byte
+  double alpha_s = 0;           // latency of one message, seconds (within a host, or any message)
+  double beta_s_per_byte = 0;   // inverse bandwidth, seconds per byte (likewise)
   double gamma_s_per_byte = 0;  // local reduction, seconds per byte reduced
+  // Between hosts, measured or loaded when a communicator spans hosts; 0: one level.
+  double inter_alpha_s = 0;
+  double inter_beta_s_per_byte = 0;
+
+  bool two_level() const { return inter_beta_s_per_byte > 0; }
 };
 
-// Predicted seconds of `algorithm` for `bytes` (as above) on `nranks` ranks with slices of at
-// most `chunk_bytes` (0: no slicing). 0 when nranks <= 1 (nothing moves).
+// Predicted seconds of `algorithm` for `bytes` (as above) on the ranks of `shape` with slices of
+// at most `chunk_bytes` (0: no slicing). 0 when there is one rank (nothing moves). The two-level
+// formulas apply when shape.multi_host() and params.two_level(); otherwise the one-level ones.
+double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                       const CostParams& params, size_t chunk_bytes);
+// The same on `nranks` ranks of one host.
 double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes);
 
@@ -52,15 +71,21 @@ struct AlgorithmChoice {
 // The algorithm of `collective` for this call: the one `overrides` forces, else the fastest
 // prediction. Ties (within a relative 1e-9) go to the algorithm listed first in
 // comm/tuning/algorithm_id.h, so every rank given the same arguments picks the same algorithm.
-// `collective` must be a valid Collective (not kCount); nranks <= 1 predicts 0 for every
+// `collective` must be a valid Collective (not kCount); one rank predicts 0 for every
 // algorithm (the first is chosen). Pure function: thread safe, no allocation beyond the reason.
+// On a multi-host shape the reason's head says so: "allreduce 4096 B x 4 ranks on 2 hosts".
+AlgorithmChoice choose(Collective collective, size_t bytes, const CostShape& shape,
+                       const CostParams& params, size_t chunk_bytes,
+                       const AlgoOverrides& overrides = AlgoOverrides{});
+// The same on `nranks` ranks of one host.
 AlgorithmChoice choose(Collective collective, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes, const AlgoOverrides& overrides = AlgoOverrides{});
 
 // "12.1 us", "3.52 ms", "1.20 s": a duration for messages.
 std::string format_seconds(double seconds);
 
-// "alpha 2.9 us, beta 0.21 ns/B, gamma 0.05 ns/B": the parameters for messages.
+// "alpha 2.9 us, beta 0.21 ns/B, gamma 0.05 ns/B": the parameters for messages; with two levels
+// followed by "; between hosts alpha 25 us, beta 4 ns/B".
 std::string format_cost_params(const CostParams& params);
 
 }  // namespace plexus::comm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/pipeline.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 
@@ -19,11 +20,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Tag indices: ping-pong round i of the small series uses 2i (ping) and 2i+1 (pong); the large
-// series follows; the broadcast of the result uses kResultIndex.
+// series follows; a second pair (two levels) uses the same indices plus kSeriesIndices; the
+// first pair's result goes to rank 0 with kForwardIndex; the broadcast of the result uses
+// kResultIndex.
 constexpr uint64_t kLargeFirstIndex = 2 * (kSmallWarmup + kSmallRounds);
+constexpr uint64_t kSeriesIndices = kLargeFirstIndex + 2 * (kLargeWarmup + kLargeRounds);
+constexpr uint64_t kForwardIndex = 2 * kSeriesIndices;
 constexpr uint64_t kResultIndex = kMeasureTagIndices - 1;
-static_assert(kLargeFirstIndex + 2 * (kLargeWarmup + kLargeRounds) <= kResultIndex,
-              "ping-pong indices stay below the result's");
+static_assert(kForwardIndex < kResultIndex, "ping-pong indices stay below the result's");
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -38,17 +42,17 @@ struct Series {
   Request send, recv;
 };
 
-// Rank 0's side of one series: round trips to rank 1; *one_way_s = median round trip / 2.
-plx_result_t ping(Transport& transport, uint64_t tag_base, uint64_t first_index, size_t bytes,
-                  int warmup, int rounds, Series& s, double* one_way_s) {
+// The pinger's side of one series: round trips to `peer`; *one_way_s = median round trip / 2.
+plx_result_t ping(Transport& transport, int peer, uint64_t tag_base, uint64_t first_index,
+                  size_t bytes, int warmup, int rounds, Series& s, double* one_way_s) {
   s.buf.assign(bytes, 0x5a);
   std::vector<double> times;
   Request* reqs[] = {&s.recv, &s.send};
   for (int i = 0; i < warmup + rounds; ++i) {
     const uint64_t index = first_index + 2 * static_cast<uint64_t>(i);
     const auto start = Clock::now();
-    PLX_CHECK(transport.post_recv(1, tag_base | (index + 1), s.buf.data(), bytes, s.recv));
-    PLX_CHECK(transport.post_send(1, tag_base | index, s.buf.data(), bytes, s.send));
+    PLX_CHECK(transport.post_recv(peer, tag_base | (index + 1), s.buf.data(), bytes, s.recv));
+    PLX_CHECK(transport.post_send(peer, tag_base | index, s.buf.data(), bytes, s.send));
     PLX_CHECK(transport.wait_all(reqs, 2));
     if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
@@ -56,38 +60,43 @@ plx_result_t ping(Transport& transport, uint64_t tag_base, uint64_t first_index,
   return PLX_SUCCESS;
 }
 
-// Rank 1's side: echo every message back.
-plx_result_t pong(Transport& transport, uint64_t tag_base, uint64_t first_index, size_t bytes,
-                  int total, Series& s) {
+// The echoing side: every message goes back to `peer`.
+plx_result_t pong(Transport& transport, int peer, uint64_t tag_base, uint64_t first_index,
+                  size_t bytes, int total, Series& s) {
   s.buf.assign(bytes, 0);
   Request* recv_reqs[] = {&s.recv};
   Request* send_reqs[] = {&s.send};
   for (int i = 0; i < total; ++i) {
     const uint64_t index = first_index + 2 * static_cast<uint64_t>(i);
-    PLX_CHECK(transport.post_recv(0, tag_base | index, s.buf.data(), bytes, s.recv));
+    PLX_CHECK(transport.post_recv(peer, tag_base | index, s.buf.data(), bytes, s.recv));
     PLX_CHECK(transport.wait_all(recv_reqs, 1));
-    PLX_CHECK(transport.post_send(0, tag_base | (index + 1), s.buf.data(), bytes, s.send));
+    PLX_CHECK(transport.post_send(peer, tag_base | (index + 1), s.buf.data(), bytes, s.send));
     PLX_CHECK(transport.wait_all(send_reqs, 1));
   }
   return PLX_SUCCESS;
 }
 
-// Both series on rank 0 (*small_s, *large_s set) or on rank 1.
-plx_result_t ping_pong(Transport& transport, uint64_t tag_base, double* small_s,
-                       double* large_s) {
+// Both series between ranks `pinger` and `echo` (indices from `first`): on the pinger *small_s
+// and *large_s are set; other ranks do nothing.
+plx_result_t ping_pong(Transport& transport, uint64_t tag_base, uint64_t first, int pinger,
+                       int echo, double* small_s, double* large_s) {
+  const int rank = transport.rank();
+  if (rank != pinger && rank != echo) return PLX_SUCCESS;
   auto series = std::make_unique<Series>();
   plx_result_t rc = PLX_SUCCESS;
-  if (transport.rank() == 0) {
-    rc = ping(transport, tag_base, 0, kSmallBytes, kSmallWarmup, kSmallRounds, *series, small_s);
+  if (rank == pinger) {
+    rc = ping(transport, echo, tag_base, first, kSmallBytes, kSmallWarmup, kSmallRounds, *series,
+              small_s);
     if (rc == PLX_SUCCESS) {
-      rc = ping(transport, tag_base, kLargeFirstIndex, kLargeBytes, kLargeWarmup, kLargeRounds,
-                *series, large_s);
+      rc = ping(transport, echo, tag_base, first + kLargeFirstIndex, kLargeBytes, kLargeWarmup,
+                kLargeRounds, *series, large_s);
     }
   } else {
-    rc = pong(transport, tag_base, 0, kSmallBytes, kSmallWarmup + kSmallRounds, *series);
+    rc = pong(transport, pinger, tag_base, first, kSmallBytes, kSmallWarmup + kSmallRounds,
+              *series);
     if (rc == PLX_SUCCESS) {
-      rc = pong(transport, tag_base, kLargeFirstIndex, kLargeBytes, kLargeWarmup + kLargeRounds,
-                *series);
+      rc = pong(transport, pinger, tag_base, first + kLargeFirstIndex, kLargeBytes,
+                kLargeWarmup + kLargeRounds, *series);
     }
   }
   if (rc != PLX_SUCCESS) (void)series.release();  // leaked on purpose, see Series
@@ -112,9 +121,23 @@ double clamp(double value, double lo, double hi) {
   return std::isfinite(value) ? std::clamp(value, lo, hi) : lo;
 }
 
+// The Hockney fit through two points: alpha, beta (clamped) from one-way times of kSmallBytes
+// and kLargeBytes.
+void fit(double small_s, double large_s, double* alpha, double* beta) {
+  const double slope = (large_s - small_s) / static_cast<double>(kLargeBytes - kSmallBytes);
+  *alpha = clamp(small_s - static_cast<double>(kSmallBytes) * std::max(slope, 0.0), kMinAlphaS,
+                 kMaxAlphaS);
+  *beta = clamp(slope, kMinBetaSPerByte, kMaxBetaSPerByte);
+}
+
 }  // namespace
 
 plx_result_t measure_cost_params(Transport& transport, uint64_t tag_base, CostParams* out) {
+  return measure_cost_params(transport, tag_base, nullptr, out);
+}
+
+plx_result_t measure_cost_params(Transport& transport, uint64_t tag_base, const HostLayout* hosts,
+                                 CostParams* out) {
   const int rank = transport.rank();
   if (!out) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
@@ -124,27 +147,53 @@ plx_result_t measure_cost_params(Transport& transport, uint64_t tag_base, CostPa
     *out = kDefaultCostParams;
     return PLX_SUCCESS;
   }
-  double result[3] = {0, 0, 0};  // alpha, beta, gamma: rank 0 fills, the broadcast delivers
-  if (rank == 0) {
-    double small_s = 0, large_s = 0;
-    PLX_CHECK(ping_pong(transport, tag_base, &small_s, &large_s));
-    const double beta = (large_s - small_s) / static_cast<double>(kLargeBytes - kSmallBytes);
-    result[0] = clamp(small_s - static_cast<double>(kSmallBytes) * std::max(beta, 0.0),
-                      kMinAlphaS, kMaxAlphaS);
-    result[1] = clamp(beta, kMinBetaSPerByte, kMaxBetaSPerByte);
-    result[2] = clamp(time_gamma(), kMinGammaSPerByte, kMaxGammaSPerByte);
-  } else if (rank == 1) {
-    PLX_CHECK(ping_pong(transport, tag_base, nullptr, nullptr));
+  if (hosts != nullptr && hosts->size() != transport.size()) {
+    return set_error(PLX_ERROR_INTERNAL,
+                     fmt::format("measure_cost_params: rank {}: the host layout has {} ranks, "
+                                 "the transport {}",
+                                 rank, hosts->size(), transport.size()));
   }
+  const bool two_level = hosts != nullptr && hosts->host_count() > 1;
+  // The pair within a host (one level: ranks 0 and 1), and the pair between hosts.
+  int intra_pinger = 0, intra_echo = 1;
+  if (two_level) {
+    intra_pinger = intra_echo = -1;
+    for (const std::vector<int>& ranks : hosts->hosts) {
+      if (ranks.size() < 2) continue;
+      intra_pinger = ranks[0];
+      intra_echo = ranks[1];
+      break;
+    }
+  }
+  // alpha, beta, gamma, inter alpha, inter beta: filled on rank 0, delivered by the broadcast.
+  double result[5] = {0, 0, 0, 0, 0};
+  double small_s = 0, large_s = 0;
+  PLX_CHECK(ping_pong(transport, tag_base, 0, intra_pinger, intra_echo, &small_s, &large_s));
+  if (rank == intra_pinger) fit(small_s, large_s, &result[0], &result[1]);
+  if (two_level) {
+    PLX_CHECK(ping_pong(transport, tag_base, kSeriesIndices, 0, hosts->hosts[1][0], &small_s,
+                        &large_s));
+    if (rank == 0) fit(small_s, large_s, &result[3], &result[4]);
+    if (intra_pinger < 0) {  // no host has two ranks: one network serves both levels
+      result[0] = result[3];
+      result[1] = result[4];
+    } else if (intra_pinger != 0 && rank == intra_pinger) {
+      PLX_CHECK(send_one(transport, 0, tag_base | kForwardIndex, result, 2 * sizeof(double)));
+    } else if (intra_pinger != 0 && rank == 0) {
+      PLX_CHECK(recv_one(transport, intra_pinger, tag_base | kForwardIndex, result,
+                         2 * sizeof(double)));
+    }
+  }
+  if (rank == 0) result[2] = clamp(time_gamma(), kMinGammaSPerByte, kMaxGammaSPerByte);
   CollArgs args;
   args.collective = Collective::Broadcast;
   args.sendbuf = result;
   args.recvbuf = result;
-  args.count = 3;
+  args.count = two_level ? 5 : 3;
   args.datatype = PLX_FLOAT64;
   args.root = 0;
   PLX_CHECK(binomial_broadcast(transport, tag_base | kResultIndex, args));
-  *out = CostParams{result[0], result[1], result[2]};
+  *out = CostParams{result[0], result[1], result[2], result[3], result[4]};
   return PLX_SUCCESS;
 }
 

@@ -12,6 +12,12 @@
 //   all          rank 0 broadcasts {alpha, beta, gamma} (binomial_broadcast).
 //   ranks 2..    wait in the broadcast.
 //
+// Two levels: when a HostLayout with several hosts is given, the ping-pong runs twice, first
+// within a host (the first two ranks of the first host that has two; if none has, the values
+// between hosts serve for both levels), then between hosts (rank 0 and the first rank of the
+// second host), each series in its own tag indices; the first series' pinger sends its alpha and
+// beta to rank 0, which broadcasts {alpha, beta, gamma, inter_alpha, inter_beta}.
+//
 // Each message is tagged tag_base | index with index < kMeasureTagIndices. Iterations are fixed,
 // so the protocol ends after a bounded number of messages (each wait is bounded by the transport's
 // PLEXUS_TIMEOUT_MS). Values are clamped to sane positive ranges (kMinAlphaS, ...) so a noisy
@@ -21,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/algorithms/host_layout.h"
 #include "comm/transport/transport.h"
 #include "comm/tuning/cost_model.h"
 
@@ -53,5 +60,9 @@ constexpr CostParams kDefaultCostParams{5e-6, 1e-10, 1e-10};
 // message fails; *out is written only on success. Thread safety: one call per transport at a
 // time, like any collective.
 plx_result_t measure_cost_params(Transport& transport, uint64_t tag_base, CostParams* out);
+// The same with the two levels above when `hosts` (describing every rank of the transport) has
+// several hosts; one level when it is NULL or has one host.
+plx_result_t measure_cost_params(Transport& transport, uint64_t tag_base, const HostLayout* hosts,
+                                 CostParams* out);
 
 }  // namespace plexus::comm

@@ -94,11 +94,11 @@ TEST(AlgorithmIdTest, EveryAlgorithmIsFoundByNameBothWays) {
 
 TEST(AlgorithmIdTest, EachCollectiveListsItsAlgorithmsInOrder) {
   EXPECT_EQ(algorithm_names(C::Allreduce), "ring, rabenseifner, recursive_doubling, "
-                                           "double_binary_tree");
-  EXPECT_EQ(algorithm_names(C::Reduce), "binomial, ring");
-  EXPECT_EQ(algorithm_names(C::Broadcast), "binomial, chain, scatter_allgather");
-  EXPECT_EQ(algorithm_names(C::ReduceScatter), "ring, recursive_halving");
-  EXPECT_EQ(algorithm_names(C::Allgather), "ring, bruck");
+                                           "double_binary_tree, hierarchical");
+  EXPECT_EQ(algorithm_names(C::Reduce), "binomial, ring, hierarchical");
+  EXPECT_EQ(algorithm_names(C::Broadcast), "binomial, chain, scatter_allgather, hierarchical");
+  EXPECT_EQ(algorithm_names(C::ReduceScatter), "ring, recursive_halving, hierarchical");
+  EXPECT_EQ(algorithm_names(C::Allgather), "ring, bruck, hierarchical");
   EXPECT_EQ(algorithm_names(C::Alltoall), "pairwise, bruck");
   EXPECT_EQ(algorithm_names(C::Alltoallv), "pairwise");
   EXPECT_EQ(algorithm_names(C::Gather), "linear, binomial");
@@ -315,7 +315,8 @@ TEST(AlgoOverrideTest, ErrorsNameTheTokenAndTheValidChoices) {
                          "alltoall, alltoallv, gather, scatter, barrier"}},
       {"broadcast:binomial, allreduce:bruck",
        {"item 'allreduce:bruck'", "'bruck' is not an algorithm of allreduce",
-        "valid: ring, rabenseifner, recursive_doubling, double_binary_tree, auto"}},
+        "valid: ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical, "
+        "auto"}},
       {"alltoall:ring", {"valid: pairwise, bruck, auto"}},
       {"allreduce:ring,allreduce:rabenseifner", {"allreduce is already set to ring"}},
       {"allreduce:", {"'' is not an algorithm of allreduce"}},

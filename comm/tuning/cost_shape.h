@@ -1,0 +1,60 @@
+// cost_shape.h - what the two-level cost model knows about where a communicator's ranks run:
+// how many hosts, how many ranks each, and, for the message pattern of every flat algorithm, how
+// many of its concurrent messages one host's network link carries ("load").
+//
+// The model behind it (cost_model.h): a host has one network link, shared by every message that
+// leaves or enters the host in the same step (one NIC per host, as in the emulated cluster; a host
+// with nics_per_host NICs spreads the load over them). A step of a pattern whose busiest host
+// link carries `load` messages of x bytes each costs
+//
+//   alpha_inter + x * max(beta_intra, ceil(load / nics) * beta_inter)      (load > 0)
+//   alpha_intra + x * beta_intra                                           (load = 0)
+//
+// so a flat ring whose ranks sit host by host (load 1) runs at the link's rate, and one whose
+// neighbours alternate between hosts (load = ranks per host) at a fraction of it. This is the
+// congestion view of the LogGP/alpha-beta literature (e.g. Sack & Gropp, "Collective algorithms
+// for multiported torus networks", TOPC 1(2), 2015) applied to a two-level tree of links, as
+// NCCL's tuning model charges inter-node steps at the network bandwidth (src/graph/tuning.cc).
+//
+// Loads are computed once per communicator (cost_shape, O(n^2) for the pairwise exchange up to
+// kPairwiseExactRanks ranks, O(n log n) otherwise), so a prediction stays O(log n).
+#pragma once
+
+#include <vector>
+
+#include "comm/algorithms/host_layout.h"
+
+namespace plexus::comm {
+
+// Above this many ranks the pairwise exchange's loads are not counted step by step: every step
+// is charged the largest host's size.
+constexpr int kPairwiseExactRanks = 2048;
+
+struct CostShape {
+  int nranks = 1;
+  int hosts = 1;
+  int max_local = 1;             // M, the most ranks on one host (the hierarchical lanes)
+  int min_local = 1;             // the fewest ranks on one host
+  std::vector<int> local_sizes;  // the distinct host sizes, increasing
+  int nics_per_host = 1;         // links a host's inter-host messages spread over
+
+  // Loads (see above) of the flat algorithms' patterns; 0: the pattern stays inside hosts.
+  int ring = 0;                // r -> r+1 mod n: rings, chain
+  int fold = 0;                // odd r < 2(n - p2) -> r-1: the fold of non-powers of two
+  std::vector<int> halving;    // [k]: survivors v <-> v ^ 2^k (rabenseifner, recursive_*)
+  std::vector<int> binomial;   // [j]: v <-> v + 2^j, v a multiple of 2^(j+1) (root 0)
+  std::vector<int> doubling;   // [k]: r -> r + 2^k mod n (Bruck, dissemination)
+  std::vector<int> pairwise;   // [c]: how many of the n-1 pairwise steps have load c
+  int double_tree = 0;         // per direction, both trees' edges at once, halved (see .cpp)
+  int root_host_ranks = 1;     // ranks on rank 0's host (linear gather and scatter)
+
+  bool multi_host() const { return hosts > 1; }
+};
+
+// n ranks on one host: every load 0.
+CostShape flat_cost_shape(int nranks);
+
+// The shape of `layout`'s ranks.
+CostShape cost_shape(const HostLayout& layout);
+
+}  // namespace plexus::comm

@@ -1,0 +1,137 @@
+// hierarchical_cost.cpp - the two-level formulas of the hierarchical algorithms.
+//
+// Notation: K hosts (shape.hosts), M = shape.max_local lanes, L a host's size (every distinct
+// size in shape.local_sizes is tried and the slowest host counts), q = ceil(M / min_local) the
+// most lanes one rank holds; a_i, b_i within a host, a_e, b_e between hosts, g per byte reduced;
+// c = chunk_bytes and slices(x) = ceil(x / c) >= 1 (cost_terms.h).
+//
+// Every phase is a pipelined ring or tree whose cost is the flat formula of cost_model.cpp on
+// the phase's group ([TRG], [PY]), with one twist for the network phase: the lanes of a host run
+// at once and share its link (cost_shape.h), so a phase that moves B bytes per lane costs
+//
+//   lane_beta(B) = max(M B b_e / min(nics, M),  q B b_e)
+//
+// the link's total, or one rank's q lanes in sequence, whichever is slower. Between phases the
+// pipeline drains: one a_i per phase boundary.
+//
+// Sources:
+//   [TRG] R. Thakur, R. Rabenseifner and W. Gropp, IJHPCA 19(1), 2005 (the flat formulas).
+//   [PY]  P. Patarasuk and X. Yuan, JPDC 69(2), 2009 (pipelined rings).
+//   [TH]  J. L. Traeff and S. Hunold, "Decomposing MPI collectives for exploiting multi-lane
+//         communication", IEEE Cluster 2020 (node-local and lane phases, lanes in parallel).
+//   [UY]  Y. Ueno and R. Yokota, "Exhaustive study of hierarchical AllReduce patterns for large
+//         messages between GPUs", CCGrid 2019 (intra reduce-scatter, inter allreduce, intra
+//         allgather, and its cost as the sum of the phases).
+//   [CHPV] E. Chan, M. Heimlich, A. Purkayastha and R. van de Geijn, CCPE 19(13), 2007
+//         (pipelined chains and trees: depth + slices - 1 slice steps).
+#include "comm/tuning/hierarchical_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "comm/tuning/cost_terms.h"
+
+namespace plexus::comm {
+namespace {
+
+struct Hier {
+  const CostShape& s;
+  const TwoLevelParams& p;
+  size_t c;
+
+  double K() const { return s.hosts; }
+  double M() const { return s.max_local; }
+  double q() const { return std::ceil(M() / std::max(s.min_local, 1)); }
+
+  // lane_beta above: B bytes per lane, every lane of a host at once.
+  double lane_beta(double lane_bytes) const {
+    const double rank = q() * lane_bytes * p.beta_inter;
+    if (!p.shared_link) return rank;
+    const double links = std::max(1, std::min(s.nics_per_host, s.max_local));
+    return std::max(M() * lane_bytes * p.beta_inter / links, rank);
+  }
+
+  // The slowest host's intra-host ring, [PY]: L-1 steps of a part made of `pieces(L)` pieces
+  // of `piece` bytes each (every piece sliced on its own); reducing adds g per byte.
+  template <typename Pieces>
+  double intra_ring(double piece, Pieces pieces, bool reduces) const {
+    double worst = 0;
+    for (const int L : s.local_sizes) {
+      if (L < 2) continue;
+      const double steps = L - 1, n = pieces(L);
+      const double per_byte = reduces ? p.beta_intra + p.gamma : p.beta_intra;
+      worst = std::max(worst, steps * n * slices(piece, c) * p.alpha_intra +
+                                  steps * n * piece * per_byte);
+    }
+    return worst;
+  }
+  double boundary() const { return s.max_local > 1 ? p.alpha_intra : 0; }
+
+  // [UY], [TH]: intra reduce-scatter of the M blocks y = m/M (a host of L ranks holds
+  // ceil(M/L) of them), a ring allreduce of each block between the K hosts ([PY]: 2(K-1) steps of
+  // y/K, lanes in parallel), intra allgather; two boundaries.
+  double allreduce(double m) const {
+    const double y = m / M();
+    const auto blocks = [&](int L) { return std::ceil(M() / L); };
+    const double inter = q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter +
+                         lane_beta(2 * (K() - 1) / K() * y) + q() * (K() - 1) / K() * y * p.gamma;
+    return intra_ring(y, blocks, true) + inter + intra_ring(y, blocks, false) + 2 * boundary();
+  }
+  // [TH]: intra reduce-scatter (a part is ceil(M/L) lanes of about K blocks), then a ring
+  // reduce-scatter of each lane's K blocks b between the hosts: K-1 steps.
+  double reduce_scatter(double b) const {
+    const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
+    const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter +
+                         lane_beta((K() - 1) * b) + q() * (K() - 1) * b * p.gamma;
+    return intra_ring(b, blocks, true) + inter + boundary();
+  }
+  // [TH]: the mirror of reduce_scatter, without the reduction.
+  double allgather(double b) const {
+    const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
+    const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter + lane_beta((K() - 1) * b);
+    return inter + intra_ring(b, blocks, false) + boundary();
+  }
+  // [CHPV], host_tree.h: a pipeline of k = slices(m) slices of x = m/k takes the sum of its
+  // stages for the first slice plus k - 1 times its slowest stage. The stages: the network hops
+  // between leaders (ceil(log2 K) of them on the binomial tree of one slice, K - 1 on the chain
+  // of several), each t_net = a_e + x b_e, and the host's binomial tree, whose leader sends
+  // every slice to ceil(log2 M) children, t_host = ceil(log2 M)(a_i + x b_i):
+  //   depth t_net + t_host + (k - 1) max(t_net, t_host).
+  double broadcast(double m) const {
+    const double k = slices(m, c), x = m / k, lM = ceil_log2(s.max_local);
+    const double depth = k == 1 ? ceil_log2(s.hosts) : K() - 1;
+    const double net = p.alpha_inter + x * p.beta_inter;
+    const double host = lM * (p.alpha_intra + x * p.beta_intra);
+    return depth * net + host + (k - 1) * std::max(net, host);
+  }
+  // The broadcast's tree run upwards (tree_pipeline.h's systolic schedule): every stage also
+  // reduces what it receives (x g per partial), and a leader reduces its ceil(log2 M) host
+  // children's slices and the previous leader's, (ceil(log2 M) + 1) x g per step:
+  //   depth (t_net + x g) + t_host + (k - 1)(max(t_net, t_host') + (ceil(log2 M) + 1) x g),
+  // with t_host = ceil(log2 M)(a_i + x b_i + x g) and t_host' without the g.
+  double reduce(double m) const {
+    const double k = slices(m, c), x = m / k, lM = ceil_log2(s.max_local);
+    const double depth = k == 1 ? ceil_log2(s.hosts) : K() - 1;
+    const double net = p.alpha_inter + x * p.beta_inter;
+    const double host = lM * (p.alpha_intra + x * p.beta_intra);
+    return depth * (net + x * p.gamma) + (host + lM * x * p.gamma) +
+           (k - 1) * (std::max(net, host) + (lM + 1) * x * p.gamma);
+  }
+};
+
+}  // namespace
+
+double hierarchical_seconds(AlgorithmId algorithm, double bytes, const CostShape& shape,
+                            const TwoLevelParams& params, size_t chunk_bytes) {
+  const Hier model{shape, params, chunk_bytes};
+  switch (algorithm) {
+    case AlgorithmId::AllreduceHierarchical: return model.allreduce(bytes);
+    case AlgorithmId::ReduceHierarchical: return model.reduce(bytes);
+    case AlgorithmId::BroadcastHierarchical: return model.broadcast(bytes);
+    case AlgorithmId::ReduceScatterHierarchical: return model.reduce_scatter(bytes);
+    case AlgorithmId::AllgatherHierarchical: return model.allgather(bytes);
+    default: return 0;
+  }
+}
+
+}  // namespace plexus::comm

@@ -1,0 +1,310 @@
+// hierarchical_test.cpp - the hierarchical algorithms on real ranks: forked processes, the real
+// rendezvous and libfabric's tcp provider on the loopback interface (FI_TCP_IFACE=lo), each rank
+// setting its own PLEXUS_HOST_ID before plx_comm_init_from_env, so the communicator groups the
+// ranks into emulated hosts exactly as it would on a cluster.
+//
+// Worlds: 2 hosts x 2 ranks, and uneven 3 + 2 with interleaved hosts (A A B A B). On each, every
+// hierarchical algorithm is forced with plx_comm_set_algorithm and checked for its result (closed
+// forms of tests/comm/collective_reference.h, bit for bit) and for plx_comm_last_algorithm; a
+// split communicator runs them on its own layout; and with a two-level PLEXUS_COST_MODEL whose
+// network is 40 times slower than the hosts' memory, the automatic choice is the cost model's
+// for the world's hosts: the hierarchical allreduce for a large vector on 2 x 2 (on A A B A B
+// the model may prefer rabenseifner, whose first halving step stays inside the hosts), a flat
+// one for a small vector. On one host the same parameters never choose it. One 2 x 2 world
+// measures both levels instead and caches them.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/algorithms/host_layout.h"
+#include "comm/tuning/algorithm_id.h"
+#include "comm/tuning/cost_cache.h"
+#include "comm/tuning/cost_model.h"
+#include "comm/tuning/cost_shape.h"
+#include "plexus/plexus.h"
+#include "tests/comm/collective_reference.h"
+#include "tests/comm/transport_cases.h"
+#include "tests/support/multiprocess.h"
+
+namespace plexus::test {
+namespace {
+
+constexpr const char* kForceAll =
+    "allreduce:hierarchical, reduce:hierarchical, broadcast:hierarchical, "
+    "reduce_scatter:hierarchical, allgather:hierarchical";
+// Intra-host 2.5 us, 0.1 ns/B; between hosts 25 us, 4 ns/B (gamma 0.05 ns/B).
+constexpr const char* kTwoLevelModel = "2.5,0.1,0.05,25,4";
+constexpr size_t kChunkBytes = 16384;  // PLEXUS_CHUNK_BYTES of every world
+constexpr unsigned char kGuard = 0xa5;
+
+struct World {
+  const char* name;
+  std::vector<std::string> hosts;  // PLEXUS_HOST_ID per rank
+  int size() const { return static_cast<int>(hosts.size()); }
+};
+
+const World k2x2{"2x2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-b"}};
+const World k3p2{"3p2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-a",
+                         "hier-test-b"}};
+
+struct Call {
+  const char* collective;  // as plx_comm_last_algorithm names it
+  size_t count;
+  plx_datatype_t dt;
+  plx_red_op_t op;
+  bool in_place;
+  int root;
+};
+
+std::string describe(const Call& c) {
+  return std::string(c.collective) + " count=" + std::to_string(c.count) + " " +
+         datatype_name(c.dt) + " " + op_name(c.op) + (c.in_place ? " in-place" : "") +
+         " root=" + std::to_string(c.root);
+}
+
+// One period of `pattern` starting at element `shift`.
+std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
+                                   size_t shift) {
+  const size_t period = pattern.size() / elem;
+  std::vector<unsigned char> out(pattern.size());
+  for (size_t i = 0; i < period; ++i) {
+    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
+  }
+  return out;
+}
+
+std::string call_failed(const char* fn, plx_result_t rc, plx_comm_t comm) {
+  return std::string(fn) + " returned " + plx_get_error_string(rc) + ": " +
+         plx_get_last_error(comm);
+}
+
+// Runs `c` on this rank of `comm` and checks its result; "" or what is wrong.
+std::string run_call(const Call& c, plx_comm_t comm) {
+  int n = 0, r = 0;
+  plx_comm_size(comm, &n);
+  plx_comm_rank(comm, &r);
+  const size_t elem = plx_datatype_size(c.dt), bytes = c.count * elem;
+  const std::string name = c.collective;
+  std::vector<unsigned char> send, recv;
+  plx_result_t rc = PLX_SUCCESS;
+  std::string why;
+  if (name == "allreduce" || name == "reduce") {
+    send.assign(bytes + elem, kGuard);
+    fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
+    recv = c.in_place ? send : std::vector<unsigned char>(bytes + elem, kGuard);
+    const void* sbuf = c.in_place ? recv.data() : send.data();
+    rc = name == "allreduce"
+             ? plx_allreduce(sbuf, recv.data(), c.count, c.dt, c.op, comm, nullptr)
+             : plx_reduce(sbuf, recv.data(), c.count, c.dt, c.op, c.root, comm, nullptr);
+    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
+    if (name == "allreduce" || r == c.root) {
+      why = check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
+    }
+  } else if (name == "broadcast") {
+    recv.assign(bytes + elem, kGuard);
+    if (r == c.root) fill_periodic(recv.data(), c.count, elem, broadcast_pattern(c.dt, c.root));
+    rc = plx_broadcast(recv.data(), recv.data(), c.count, c.dt, c.root, comm, nullptr);
+    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
+    why = check_periodic(recv.data(), c.count, c.dt, broadcast_pattern(c.dt, c.root));
+  } else if (name == "reduce_scatter") {
+    send.assign(n * bytes + elem, kGuard);
+    fill_periodic(send.data(), n * c.count, elem, input_pattern(c.op, c.dt, r));
+    recv.assign(bytes + elem, kGuard);
+    unsigned char* out = c.in_place ? send.data() + r * bytes : recv.data();
+    rc = plx_reduce_scatter(send.data(), out, c.count, c.dt, c.op, comm, nullptr);
+    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
+    why = check_periodic(out, c.count, c.dt,
+                         shifted(expected_pattern(c.op, c.dt, n), elem,
+                                 r * c.count % input_period(c.op)));
+  } else {  // allgather
+    recv.assign(n * bytes + elem, kGuard);
+    send.assign(bytes, 0);
+    unsigned char* own = c.in_place ? recv.data() + r * bytes : send.data();
+    fill_periodic(own, c.count, elem, broadcast_pattern(c.dt, r));
+    rc = plx_allgather(own, recv.data(), c.count, c.dt, comm, nullptr);
+    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
+    for (int g = 0; g < n && why.empty(); ++g) {
+      why = check_periodic(recv.data() + g * bytes, c.count, c.dt, broadcast_pattern(c.dt, g));
+      if (!why.empty()) why = "block " + std::to_string(g) + " " + why;
+    }
+  }
+  if (why.empty() && !recv.empty() && recv.back() != kGuard) why = "wrote past recvbuf";
+  return why;
+}
+
+// Every hierarchical collective, a few datatypes and ops each, in and out of place, at counts
+// that leave lanes empty (1), slice them (1009 with 16 KiB chunks: one slice; 65537: many).
+std::vector<Call> forced_calls(int n) {
+  std::vector<Call> calls;
+  int root = 0;
+  const plx_datatype_t types[] = {PLX_FLOAT32, PLX_INT32, PLX_BFLOAT16, PLX_FLOAT64, PLX_UINT8};
+  size_t t = 0;
+  for (const char* collective :
+       {"allreduce", "reduce", "broadcast", "reduce_scatter", "allgather"}) {
+    for (size_t count : {size_t{1}, size_t{1009}, size_t{65537}}) {
+      for (plx_red_op_t op : {PLX_SUM, PLX_AVG, PLX_MAX}) {
+        const bool in_place = (t % 2) == 1;
+        calls.push_back({collective, count, types[t++ % std::size(types)], op, in_place,
+                         root++ % n});
+      }
+    }
+  }
+  return calls;
+}
+
+// "" when the last collective on comm ran `want`.
+std::string expect_last(plx_comm_t comm, const std::string& want) {
+  const char* got = nullptr;
+  if (plx_comm_last_algorithm(comm, &got) != PLX_SUCCESS || got == nullptr) {
+    return "plx_comm_last_algorithm failed";
+  }
+  return want == got ? "" : "last algorithm " + std::string(got) + ", want " + want;
+}
+
+// Runs `calls` on comm (forced to the hierarchical algorithms); "" or the first failure.
+std::string run_forced(plx_comm_t comm, const std::vector<Call>& calls, const std::string& what) {
+  const std::string set = expect_success(plx_comm_set_algorithm(comm, kForceAll), what);
+  if (!set.empty()) return set;
+  for (const Call& c : calls) {
+    std::string why = run_call(c, comm);
+    if (why.empty()) why = expect_last(comm, std::string(c.collective) + ":hierarchical");
+    if (!why.empty()) return what + ": " + describe(c) + ": " + why;
+  }
+  return "";
+}
+
+// The automatic choice for a float32 sum allreduce of `count` elements; "" when it is
+// `algorithm` (is) or anything else (!is).
+std::string check_choice(plx_comm_t comm, size_t count, const std::string& algorithm, bool is) {
+  const Call c{"allreduce", count, PLX_FLOAT32, PLX_SUM, false, 0};
+  std::string why = run_call(c, comm);
+  if (!why.empty()) return describe(c) + ": " + why;
+  const char* got = nullptr;
+  plx_comm_last_algorithm(comm, &got);
+  if ((got == algorithm) != is) {
+    return "automatic choice for " + describe(c) + ": " + got + (is ? ", want " : ", not ") +
+           algorithm;
+  }
+  return "";
+}
+
+// One rank of a world: its own host id, then `body` on the world communicator.
+int rank_main(int rank, const World& world,
+              const std::function<std::string(plx_comm_t comm)>& body) {
+  setenv("PLEXUS_HOST_ID", world.hosts[rank].c_str(), 1);
+  // run_ranks says every rank is on one host; let the communicator count from the host ids.
+  unsetenv("PLEXUS_LOCAL_RANK");
+  unsetenv("PLEXUS_LOCAL_WORLD_SIZE");
+  OwnedComm comm;
+  std::string why = open_world(world.size(), &comm);
+  if (why.empty()) why = body(comm.get());
+  if (why.empty()) why = comm.destroy(world.name);
+  return rank_result(rank, why);
+}
+
+EnvList tcp_env(const std::string& cost_model) {
+  EnvList env = transport_env("tcp", 30000);
+  for (auto& [name, value] : env) {
+    if (name == "PLEXUS_COST_MODEL") value = cost_model;
+  }
+  env.push_back({"FI_TCP_IFACE", "lo"});  // emulated hosts, real loopback
+  env.push_back({"PLEXUS_CHUNK_BYTES", std::to_string(kChunkBytes)});
+  return env;
+}
+
+void run_world(const World& world, const EnvList& env,
+               const std::function<std::string(int rank, plx_comm_t comm)>& body) {
+  const auto outcomes = run_ranks(
+      world.size(),
+      [&](int rank) { return rank_main(rank, world, [&](plx_comm_t c) { return body(rank, c); }); },
+      120.0, env);
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << world.name << ": " << why;
+}
+
+// "allreduce:<name>" of the cost model's choice for a float32 allreduce of `count` elements on
+// `world` with kTwoLevelModel.
+std::string model_choice(const World& world, size_t count) {
+  comm::CostParams params;
+  comm::parse_cost_model(kTwoLevelModel, 0, &params);
+  const comm::CostShape shape = comm::cost_shape(comm::host_layout(world.hosts));
+  const auto choice =
+      comm::choose(comm::Collective::Allreduce, count * 4, shape, params, kChunkBytes);
+  return "allreduce:" + std::string(comm::algorithm_name(choice.algorithm));
+}
+
+// Forced algorithms on the world, on a split child, then the automatic choice with the
+// two-level model.
+std::string emulated_hosts_body(int rank, plx_comm_t comm, const World& world) {
+  std::string why = run_forced(comm, forced_calls(world.size()), "world");
+  if (!why.empty()) return why;
+  // Colors by rank parity: 2x2 gives two children of one rank per host; A A B A B gives
+  // A B B (uneven 1 + 2) and A A (one host). A child's layout comes from its parent's host ids.
+  plx_comm_t child = nullptr;
+  const int color = rank % 2;
+  why = expect_success(plx_comm_split(comm, color, rank, &child), "plx_comm_split");
+  if (!why.empty()) return why;
+  int child_n = 0;
+  plx_comm_size(child, &child_n);
+  why = run_forced(child, forced_calls(child_n), "split child");
+  const plx_result_t destroyed = plx_comm_destroy(child);
+  if (why.empty()) why = expect_success(destroyed, "plx_comm_destroy(child)");
+  if (!why.empty()) return why;
+  // Automatic: the model's choice for 4 MiB and for 8 floats; never hierarchical for 8 floats.
+  why = expect_success(plx_comm_set_algorithm(comm, ""), "plx_comm_set_algorithm(\"\")");
+  for (size_t count : {size_t{1} << 20, size_t{8}}) {
+    if (why.empty()) why = check_choice(comm, count, model_choice(world, count), true);
+  }
+  if (why.empty()) why = check_choice(comm, 8, "allreduce:hierarchical", false);
+  return why;
+}
+
+TEST(HierarchicalRanks, TwoHostsOfTwoRanks) {
+  ASSERT_EQ(model_choice(k2x2, size_t{1} << 20), "allreduce:hierarchical");
+  run_world(k2x2, tcp_env(kTwoLevelModel),
+            [](int rank, plx_comm_t comm) { return emulated_hosts_body(rank, comm, k2x2); });
+}
+
+TEST(HierarchicalRanks, UnevenInterleavedHosts) {
+  run_world(k3p2, tcp_env(kTwoLevelModel),
+            [](int rank, plx_comm_t comm) { return emulated_hosts_body(rank, comm, k3p2); });
+}
+
+TEST(HierarchicalRanks, OneHostNeverChoosesHierarchical) {
+  const World one{"1x4", {"hier-test-a", "hier-test-a", "hier-test-a", "hier-test-a"}};
+  run_world(one, tcp_env(kTwoLevelModel), [](int, plx_comm_t comm) {
+    for (size_t count : {size_t{8}, size_t{1} << 16, size_t{1} << 20}) {
+      const std::string why = check_choice(comm, count, "allreduce:hierarchical", false);
+      if (!why.empty()) return why;
+    }
+    return std::string();
+  });
+}
+
+TEST(HierarchicalRanks, MeasuresAndCachesBothLevels) {
+  const std::string dir = scratch_cache_dir() + "/two-level";
+  EnvList env = tcp_env("");
+  for (auto it = env.begin(); it != env.end();) {
+    it = it->first == "PLEXUS_COST_MODEL" ? env.erase(it) : it + 1;
+  }
+  env.push_back({"PLEXUS_CACHE_DIR", dir});
+  run_world(k2x2, env, [](int, plx_comm_t comm) {
+    return run_call({"allreduce", 1009, PLX_FLOAT32, PLX_SUM, false, 0}, comm);
+  });
+  comm::CostParams cached;
+  std::string why;
+  const std::string path =
+      dir + "/" + comm::cost_cache_file_name("hier-test-a", "tcp;ofi_rxm");
+  ASSERT_TRUE(comm::read_cost_cache(path, "hier-test-a", "tcp;ofi_rxm", &cached, &why)) << why;
+  EXPECT_TRUE(cached.two_level()) << comm::format_cost_params(cached);
+  EXPECT_GT(cached.inter_alpha_s, 0);
+  EXPECT_GT(cached.alpha_s, 0);
+}
+
+}  // namespace
+}  // namespace plexus::test

@@ -1,0 +1,471 @@
+// two_level_cost_test.cpp - unit tests of what the hierarchical algorithms and the two-level cost
+// model know about hosts: the host layout (comm/algorithms/host_layout.h), the two-level tree
+// (host_tree.h), the link loads of the flat algorithms (comm/tuning/cost_shape.h), the two-level
+// formulas against hand-computed values, the choice between flat and hierarchical, the
+// five-value PLEXUS_COST_MODEL and cache file, and the two-level measurement on the in-process
+// thread transport (every rank must end with identical parameters).
+//
+// The formula tests use abstract units (alpha 10, beta 1, gamma 0.5 per byte within a host;
+// alpha 100, beta 10 between hosts) so each expected value is small arithmetic, worked out in the
+// comment beside it.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/algorithms/host_layout.h"
+#include "comm/algorithms/host_tree.h"
+#include "comm/core/error.h"
+#include "comm/transport/tag.h"
+#include "comm/tuning/algorithm_id.h"
+#include "comm/tuning/cost_cache.h"
+#include "comm/tuning/cost_model.h"
+#include "comm/tuning/cost_shape.h"
+#include "comm/tuning/measure.h"
+#include "tests/support/thread_transport.h"
+
+namespace plexus::comm {
+namespace {
+
+using A = AlgorithmId;
+using C = Collective;
+using Ids = std::vector<std::string>;
+
+HostLayout layout_of(const Ids& ids) { return host_layout(ids); }
+CostShape shape_of(const Ids& ids) { return cost_shape(host_layout(ids)); }
+
+// ---- host layout ---------------------------------------------------------------------------
+
+TEST(HostLayoutTest, UnevenInterleavedHostsAsInTheHeader) {
+  const HostLayout l = layout_of({"A", "A", "B", "A", "B"});
+  EXPECT_EQ(l.hosts, (std::vector<std::vector<int>>{{0, 1, 3}, {2, 4}}));
+  EXPECT_EQ(l.host_of, (std::vector<int>{0, 0, 1, 0, 1}));
+  EXPECT_EQ(l.local_rank, (std::vector<int>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(l.rails, (std::vector<std::vector<int>>{{0, 2}, {1, 4}, {3}}));
+  EXPECT_EQ(l.size(), 5);
+  EXPECT_EQ(l.host_count(), 2);
+  EXPECT_EQ(l.max_local(), 3);
+  EXPECT_EQ(l.min_local(), 2);
+  EXPECT_EQ(l.local_size(4), 2);
+  // Lanes: B stands in for its missing local rank 2 with local rank 2 mod 2 = 0 (rank 2).
+  EXPECT_EQ(l.lane_group(0), (std::vector<int>{0, 2}));
+  EXPECT_EQ(l.lane_group(1), (std::vector<int>{1, 4}));
+  EXPECT_EQ(l.lane_group(2), (std::vector<int>{3, 2}));
+}
+
+TEST(HostLayoutTest, HostsAreOrderedByFirstRankWhateverTheirNames) {
+  const HostLayout l = layout_of({"zeta", "alpha", "zeta", "mid", "alpha"});
+  EXPECT_EQ(l.hosts, (std::vector<std::vector<int>>{{0, 2}, {1, 4}, {3}}));
+  EXPECT_EQ(l.rails, (std::vector<std::vector<int>>{{0, 1, 3}, {2, 4}}));
+  EXPECT_EQ(l.lane_group(1), (std::vector<int>{2, 4, 3}));
+  EXPECT_EQ(l.min_local(), 1);
+}
+
+TEST(HostLayoutTest, SingleHostAndEmptyLayouts) {
+  const HostLayout one = single_host_layout(3);
+  EXPECT_EQ(one.hosts, (std::vector<std::vector<int>>{{0, 1, 2}}));
+  EXPECT_EQ(one.rails, (std::vector<std::vector<int>>{{0}, {1}, {2}}));
+  const HostLayout none = layout_of({});
+  EXPECT_EQ(none.size(), 0);
+  EXPECT_EQ(none.host_count(), 0);
+  EXPECT_EQ(none.max_local(), 0);
+  EXPECT_EQ(none.min_local(), 0);
+}
+
+TEST(HostLayoutTest, ResolveNamesTheAlgorithmAndRankOnAMismatch) {
+  HostLayout fallback;
+  const HostLayout* used = nullptr;
+  ASSERT_EQ(resolve_layout(nullptr, 4, 1, "x", &fallback, &used), PLX_SUCCESS);
+  EXPECT_EQ(used, &fallback);
+  EXPECT_EQ(fallback.hosts, (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+  const HostLayout three = layout_of({"A", "B", "A"});
+  ASSERT_EQ(resolve_layout(&three, 3, 0, "x", &fallback, &used), PLX_SUCCESS);
+  EXPECT_EQ(used, &three);
+  EXPECT_EQ(resolve_layout(&three, 4, 2, "hierarchical_reduce", &fallback, &used),
+            PLX_ERROR_INTERNAL);
+  EXPECT_STREQ(last_error(), "hierarchical_reduce: rank 2: the host layout describes 3 ranks, "
+                             "the communicator has 4");
+}
+
+// ---- the two-level tree --------------------------------------------------------------------
+
+TEST(HostTreeTest, ChainOfLeadersThenBinomialHostsAsDrawn) {
+  // host_tree.h's picture: A [0 1 2], B [3 4], C [5 6 7], root 1.
+  const HostLayout l = layout_of({"A", "A", "A", "B", "B", "C", "C", "C"});
+  const HostTree chain = host_tree(l, 1, LeaderShape::Chain);
+  EXPECT_EQ(chain.parent, (std::vector<int>{1, -1, 1, 4, 1, 6, 4, 6}));
+  EXPECT_EQ(chain.children[1], (std::vector<int>{4, 0, 2}));  // next leader first
+  EXPECT_EQ(chain.children[4], (std::vector<int>{6, 3}));
+  EXPECT_EQ(chain.children[6], (std::vector<int>{5, 7}));
+  // One slice: the leaders form a binomial tree too (1 -> 4, 1 -> 6).
+  const HostTree binomial = host_tree(l, 1, LeaderShape::Binomial);
+  EXPECT_EQ(binomial.parent[6], 1);
+  EXPECT_EQ(binomial.parent[4], 1);
+  EXPECT_EQ(binomial.children[1], (std::vector<int>{6, 4, 0, 2}));
+}
+
+TEST(HostTreeTest, ShortHostsLeadWithTheLaneModuloTheirSize) {
+  // Root 3 has local rank 2; host B (2 ranks) is led by local rank 0 (rank 2).
+  const HostLayout l = layout_of({"A", "A", "B", "A", "B"});
+  const HostTree tree = host_tree(l, 3, LeaderShape::Chain);
+  EXPECT_EQ(tree.parent, (std::vector<int>{3, 3, 3, -1, 2}));
+  // One host: the binomial tree of binomial_tree.h, relative to the root.
+  const HostTree one = host_tree(single_host_layout(7), 2, LeaderShape::Chain);
+  // Relative ranks v = 0..6 are 2 3 4 5 6 0 1; v = 5, 6 hang below v = 4 (rank 6).
+  EXPECT_EQ(one.parent, (std::vector<int>{6, 6, -1, 2, 2, 4, 2}));
+}
+
+// ---- link loads ----------------------------------------------------------------------------
+
+TEST(CostShapeTest, OneHostHasNoLoads) {
+  const CostShape s = shape_of({"A", "A", "A"});
+  EXPECT_FALSE(s.multi_host());
+  EXPECT_EQ(s.nranks, 3);
+  EXPECT_EQ(s.max_local, 3);
+  EXPECT_EQ(s.ring, 0);
+  EXPECT_TRUE(s.halving.empty());
+  const CostShape flat = flat_cost_shape(5);
+  EXPECT_EQ(flat.nranks, 5);
+  EXPECT_EQ(flat.local_sizes, (std::vector<int>{5}));
+}
+
+TEST(CostShapeTest, ContiguousAndInterleavedHosts) {
+  // 2x2 host by host: the ring leaves each host once; halving crosses at distance 2 only.
+  const CostShape s = shape_of({"A", "A", "B", "B"});
+  EXPECT_TRUE(s.multi_host());
+  EXPECT_EQ(s.ring, 1);
+  EXPECT_EQ(s.halving, (std::vector<int>{0, 2}));
+  EXPECT_EQ(s.fold, 0);
+  EXPECT_EQ(s.binomial, (std::vector<int>{0, 1}));  // round 1: 2 -> 0
+  EXPECT_EQ(s.doubling, (std::vector<int>{1, 2}));
+  EXPECT_EQ(s.root_host_ranks, 2);
+  // Pairwise steps +1 and +3 send one message off each host, +2 two.
+  EXPECT_EQ(s.pairwise, (std::vector<int>{0, 2, 1}));
+  // Interleaved: every ring edge crosses, halving crosses at distance 1.
+  const CostShape i = shape_of({"A", "B", "A", "B"});
+  EXPECT_EQ(i.ring, 2);
+  EXPECT_EQ(i.halving, (std::vector<int>{2, 0}));
+  // Uneven 3 + 2 interleaved: p2 = 4, rank 1 folds into 0 (same host), survivors 0 2 3 4.
+  const CostShape u = shape_of({"A", "A", "B", "A", "B"});
+  EXPECT_EQ(u.fold, 0);
+  EXPECT_EQ(u.halving, (std::vector<int>{2, 0}));
+  EXPECT_EQ(u.local_sizes, (std::vector<int>{2, 3}));
+  EXPECT_EQ(u.min_local, 2);
+  int steps = 0;
+  for (int c : u.pairwise) steps += c;
+  EXPECT_EQ(steps, 4);
+}
+
+// ---- two-level formulas --------------------------------------------------------------------
+
+// Within a host alpha 10, beta 1, gamma 0.5; between hosts alpha 100, beta 10.
+constexpr CostParams kTwo{10, 1, 0.5, 100, 10};
+
+TEST(TwoLevelModelTest, FlatRingPaysTheNetworkOnEveryStep) {
+  // 2x2, m = 1000, no slicing: 2*3*100 + 2*3/4*1000*10 + 3/4*1000*0.5 = 600 + 15000 + 375
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceRing, 1000, shape_of({"A", "A", "B", "B"}), kTwo, 0),
+                   15975);
+  // Interleaved: two ring edges leave each host, beta 2*10: 600 + 30000 + 375
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceRing, 1000, shape_of({"A", "B", "A", "B"}), kTwo, 0),
+                   30975);
+  // rabenseifner 2x2: step d=2 crosses (load 2) with m/2, step d=1 stays: 2*(100 + 500*20) +
+  // 2*(10 + 250*1) + 3/4*1000*0.5 = 20200 + 520 + 375
+  EXPECT_DOUBLE_EQ(
+      predict_seconds(A::AllreduceRabenseifner, 1000, shape_of({"A", "A", "B", "B"}), kTwo, 0),
+      21095);
+}
+
+TEST(TwoLevelModelTest, HierarchicalAllreduceMatchesHandValue) {
+  // 2x2, m = 1000: M = 2 lanes of y = 500, q = 1.
+  //   intra reduce-scatter  1 step * (10 + 500 * 1.5)           = 760
+  //   lanes                 2*1*100 + max(2*500*10, 500*10) + 1/2*500*0.5 = 200 + 10000 + 125
+  //   intra allgather       10 + 500                             = 510
+  //   two boundaries        2 * 10
+  EXPECT_DOUBLE_EQ(
+      predict_seconds(A::AllreduceHierarchical, 1000, shape_of({"A", "A", "B", "B"}), kTwo, 0),
+      11615);
+  // Two NICs per host: the lanes no longer share one link: 500*10 instead of 2*500*10.
+  CostShape nics = shape_of({"A", "A", "B", "B"});
+  nics.nics_per_host = 2;
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 1000, nics, kTwo, 0), 6615);
+}
+
+TEST(TwoLevelModelTest, HierarchicalBlockCollectivesMatchHandValues) {
+  const CostShape s = shape_of({"A", "A", "B", "B"});
+  // reduce_scatter, b = 100: intra: 1 step of 2 blocks (2*10 + 200*1.5) = 320; lanes:
+  // 1*100 + max(1*2*100*10, 100*10) + 100*0.5 = 100 + 2000 + 50; boundary 10.
+  EXPECT_DOUBLE_EQ(predict_seconds(A::ReduceScatterHierarchical, 100, s, kTwo, 0), 2480);
+  // allgather: lanes 100 + 2000; intra 2*10 + 200; boundary 10.
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllgatherHierarchical, 100, s, kTwo, 0), 2330);
+  // broadcast m = 1000 in one slice: ceil(log2 2) hops each level: (100 + 10000) + (10 + 1000)
+  EXPECT_DOUBLE_EQ(predict_seconds(A::BroadcastHierarchical, 1000, s, kTwo, 0), 11110);
+  // ... in 10 slices of 100: one network hop (100 + 1000), one host level (10 + 100), then
+  // 9 more slices at the network's pace: 1100 + 110 + 9 * 1100
+  EXPECT_DOUBLE_EQ(predict_seconds(A::BroadcastHierarchical, 1000, s, kTwo, 100), 11110);
+  // reduce in one slice: (10 + 1000 + 500) + (100 + 10000 + 500)
+  EXPECT_DOUBLE_EQ(predict_seconds(A::ReduceHierarchical, 1000, s, kTwo, 0), 12110);
+  // ... in 10 slices: (1100 + 50) + (110 + 50) + 9 * (1100 + 2 * 50)
+  EXPECT_DOUBLE_EQ(predict_seconds(A::ReduceHierarchical, 1000, s, kTwo, 100), 12110);
+}
+
+TEST(TwoLevelModelTest, OneLevelParametersKeepTheOneLevelPredictions) {
+  // Without inter values the shape changes nothing for the flat algorithms.
+  const CostParams one{10, 1, 0.5};
+  const CostShape s = shape_of({"A", "B", "A", "B", "A", "C"});
+  for (const AlgorithmInfo& info : algorithm_table()) {
+    if (info.name == "hierarchical") continue;
+    for (size_t bytes : {size_t{0}, size_t{100}, size_t{1} << 20}) {
+      EXPECT_EQ(predict_seconds(info.id, bytes, s, one, 4096),
+                predict_seconds(info.id, bytes, 6, one, 4096))
+          << info.name << " " << bytes;
+    }
+  }
+}
+
+// A plausible two-level cluster: 2 us and 20 GB/s within a host, 25 us and 1.25 GB/s (10 Gbit/s)
+// between hosts, reduction at 20 GB/s; 1 MiB slices.
+constexpr CostParams kCluster{2e-6, 5e-11, 5e-11, 25e-6, 8e-10};
+constexpr size_t kChunk = size_t{1} << 20;
+
+TEST(TwoLevelChoiceTest, LargeAllreduceOnTwoHostsOfTwoIsHierarchical) {
+  const CostShape s = shape_of({"A", "A", "B", "B"});
+  for (size_t bytes = size_t{16} << 20; bytes <= size_t{1} << 30; bytes *= 4) {
+    const AlgorithmChoice choice = choose(C::Allreduce, bytes, s, kCluster, kChunk);
+    EXPECT_EQ(choice.algorithm, A::AllreduceHierarchical) << choice.reason;
+    // And it beats the flat ring by about the link-bytes ratio 1.5 (issue 7's bound).
+    const double ring = predict_seconds(A::AllreduceRing, bytes, s, kCluster, kChunk);
+    EXPECT_GT(ring / choice.predicted_s, 1.3) << choice.reason;
+  }
+  const AlgorithmChoice small = choose(C::Allreduce, 64, s, kCluster, kChunk);
+  EXPECT_NE(small.algorithm, A::AllreduceHierarchical) << small.reason;
+  EXPECT_EQ(small.reason.rfind("allreduce 64 B x 4 ranks on 2 hosts: ", 0), 0u) << small.reason;
+  EXPECT_NE(small.reason.find("between hosts alpha 25 us, beta 0.8 ns/B"), std::string::npos)
+      << small.reason;
+}
+
+TEST(TwoLevelChoiceTest, EveryLargeCollectiveGoesHierarchicalOnTwoHostsOfFour) {
+  // The flat algorithms either cross the network with every ring step (ring, chain) or send
+  // their largest steps across it (halving, Bruck); the hierarchical ones cross once per lane.
+  const CostShape s = shape_of({"A", "A", "A", "A", "B", "B", "B", "B"});
+  const size_t large = size_t{64} << 20;
+  EXPECT_EQ(choose(C::Allreduce, large, s, kCluster, kChunk).algorithm, A::AllreduceHierarchical);
+  EXPECT_EQ(choose(C::ReduceScatter, large / 8, s, kCluster, kChunk).algorithm,
+            A::ReduceScatterHierarchical);
+  EXPECT_EQ(choose(C::Allgather, large / 8, s, kCluster, kChunk).algorithm,
+            A::AllgatherHierarchical);
+  EXPECT_EQ(choose(C::Broadcast, large, s, kCluster, kChunk).algorithm,
+            A::BroadcastHierarchical);
+  EXPECT_EQ(choose(C::Reduce, large, s, kCluster, kChunk).algorithm, A::ReduceHierarchical);
+}
+
+TEST(TwoLevelChoiceTest, InterleavedHostsAvoidTheFlatRing) {
+  // Ranks alternate between two hosts: every ring edge crosses (load 4), while recursive
+  // halving's large steps (distances 4 and 2) stay inside the hosts, so it moves the same bytes
+  // over the network as the hierarchical allreduce; either may win, never the ring.
+  const CostShape s = shape_of({"A", "B", "A", "B", "A", "B", "A", "B"});
+  EXPECT_EQ(s.ring, 4);
+  const size_t large = size_t{64} << 20;
+  const AlgorithmChoice choice = choose(C::Allreduce, large, s, kCluster, kChunk);
+  EXPECT_TRUE(choice.algorithm == A::AllreduceHierarchical ||
+              choice.algorithm == A::AllreduceRabenseifner)
+      << choice.reason;
+  EXPECT_GT(predict_seconds(A::AllreduceRing, large, s, kCluster, kChunk),
+            2.5 * predict_seconds(A::AllreduceHierarchical, large, s, kCluster, kChunk));
+}
+
+TEST(TwoLevelChoiceTest, OneHostNeverChoosesHierarchical) {
+  for (int n : {2, 3, 4, 5, 8, 16}) {
+    const CostShape s = shape_of(Ids(n, "A"));
+    for (size_t c = 0; c < kCollectiveCount; ++c) {
+      for (size_t bytes = 1; bytes <= size_t{1} << 30; bytes *= 8) {
+        const AlgorithmChoice choice = choose(static_cast<C>(c), bytes, s, kCluster, kChunk);
+        EXPECT_NE(algorithm_name(choice.algorithm), "hierarchical") << choice.reason;
+        // The flat shape and the one-host layout predict alike.
+        EXPECT_EQ(choice.predicted_s,
+                  choose(static_cast<C>(c), bytes, n, kCluster, kChunk).predicted_s);
+      }
+    }
+  }
+}
+
+TEST(TwoLevelChoiceTest, OneLevelParametersNeverChooseHierarchicalForAllreduce) {
+  // Without inter values, the network costs what memory does: nothing to save by two levels.
+  const CostParams one{kCluster.alpha_s, kCluster.beta_s_per_byte, kCluster.gamma_s_per_byte};
+  for (const Ids& ids : {Ids{"A", "A", "B", "B"}, Ids{"A", "A", "A", "B", "B"}}) {
+    for (size_t bytes = 1; bytes <= size_t{1} << 30; bytes *= 8) {
+      EXPECT_NE(choose(C::Allreduce, bytes, shape_of(ids), one, kChunk).algorithm,
+                A::AllreduceHierarchical)
+          << bytes;
+    }
+  }
+}
+
+// ---- PLEXUS_COST_MODEL and the cache with two levels ---------------------------------------
+
+TEST(TwoLevelCacheTest, FiveValuesGiveBothLevels) {
+  CostParams p;
+  ASSERT_EQ(parse_cost_model("2.5, 0.1, 0.05, 25, 4", 0, &p), PLX_SUCCESS) << last_error();
+  EXPECT_DOUBLE_EQ(p.inter_alpha_s, 25e-6);
+  EXPECT_DOUBLE_EQ(p.inter_beta_s_per_byte, 4e-9);
+  EXPECT_TRUE(p.two_level());
+  ASSERT_EQ(parse_cost_model("2.5,0.1,0.05", 0, &p), PLX_SUCCESS);
+  EXPECT_FALSE(p.two_level());
+  EXPECT_EQ(parse_cost_model("1,2,3,4,x", 7, &p), PLX_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(last_error()).find("inter_beta_ns_per_byte 'x' is not"), std::string::npos)
+      << last_error();
+  EXPECT_EQ(parse_cost_model("1,2,3,4,5,6", 7, &p), PLX_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(last_error()).find("6 values given"), std::string::npos) << last_error();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "plexus-two-level-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data()) ? pattern : std::string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(TwoLevelCacheTest, FileKeepsTheInterHostValuesAndRejectsHalfOfThem) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string path = dir.path() + "/cost.json";
+  std::string why;
+  ASSERT_TRUE(write_cost_cache(path, "h", "tcp", kCluster, &why)) << why;
+  CostParams read;
+  ASSERT_TRUE(read_cost_cache(path, "h", "tcp", &read, &why)) << why;
+  EXPECT_EQ(read.inter_alpha_s, kCluster.inter_alpha_s);
+  EXPECT_EQ(read.inter_beta_s_per_byte, kCluster.inter_beta_s_per_byte);
+  std::ofstream(path) << R"({"format": "plexus-cost-model", "version": 1, "host_id": "h",
+      "provider": "tcp", "alpha_s": 1e-6, "beta_s_per_byte": 1e-10, "gamma_s_per_byte": 1e-10,
+      "inter_alpha_s": 1e-5})";
+  EXPECT_FALSE(read_cost_cache(path, "h", "tcp", &read, &why));
+  EXPECT_NE(why.find("inter_alpha_s and inter_beta_s_per_byte"), std::string::npos) << why;
+}
+
+// ---- two-level measurement on the thread transport -----------------------------------------
+
+bool same(const CostParams& a, const CostParams& b) {
+  return a.alpha_s == b.alpha_s && a.beta_s_per_byte == b.beta_s_per_byte &&
+         a.gamma_s_per_byte == b.gamma_s_per_byte && a.inter_alpha_s == b.inter_alpha_s &&
+         a.inter_beta_s_per_byte == b.inter_beta_s_per_byte;
+}
+
+// Runs fn on every rank of an n-rank thread world; every rank must succeed with the same params.
+std::vector<CostParams> run_world(
+    int n, const std::function<plx_result_t(Transport&, CostParams*)>& fn) {
+  test::ThreadWorld world(n);
+  std::vector<CostParams> params(n);
+  std::vector<std::string> messages(n);
+  const auto results = world.run([&](int r, Transport& t) {
+    const plx_result_t rc = fn(t, &params[r]);
+    if (rc != PLX_SUCCESS) messages[r] = last_error();
+    return rc;
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(results[r], PLX_SUCCESS) << "rank " << r << ": " << messages[r];
+    EXPECT_TRUE(same(params[r], params[0])) << "rank " << r;
+  }
+  EXPECT_TRUE(world.protocol_errors().empty());
+  EXPECT_TRUE(world.leftover().empty());
+  return params;
+}
+
+TEST(TwoLevelMeasureTest, EveryLayoutMeasuresBothLevels) {
+  // Host 0 with two ranks; host 0 alone (the pair within a host is on host 1); no host with two
+  // ranks (the network's values serve both levels).
+  for (const Ids& ids : {Ids{"A", "A", "B", "B"}, Ids{"A", "B", "B"}, Ids{"A", "B", "C"}}) {
+    const HostLayout layout = host_layout(ids);
+    const auto params = run_world(layout.size(), [&](Transport& t, CostParams* out) {
+      return measure_cost_params(t, collective_tag_base(5), &layout, out);
+    });
+    EXPECT_TRUE(params[0].two_level()) << format_cost_params(params[0]);
+    EXPECT_GE(params[0].inter_alpha_s, kMinAlphaS);
+    EXPECT_GE(params[0].alpha_s, kMinAlphaS);
+    if (ids[1] == "B" && ids[2] == "C") {
+      EXPECT_EQ(params[0].alpha_s, params[0].inter_alpha_s);
+      EXPECT_EQ(params[0].beta_s_per_byte, params[0].inter_beta_s_per_byte);
+    }
+  }
+  // One host: one level.
+  const HostLayout one = single_host_layout(3);
+  const auto params = run_world(3, [&](Transport& t, CostParams* out) {
+    return measure_cost_params(t, 0, &one, out);
+  });
+  EXPECT_FALSE(params[0].two_level());
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(TwoLevelMeasureTest, OneLevelCacheFileIsMeasuredAgainAcrossHosts) {
+  TempDir dir;
+  ScopedEnv cache("PLEXUS_CACHE_DIR", dir.path());
+  ScopedEnv model("PLEXUS_COST_MODEL", std::nullopt);
+  const std::string path = dir.path() + "/" + cost_cache_file_name("h", "thread");
+  std::string why;
+  const CostParams planted{1e-6, 2e-10, 3e-11};
+  ASSERT_TRUE(write_cost_cache(path, "h", "thread", planted, &why)) << why;
+  const HostLayout layout = host_layout(Ids{"A", "A", "B"});
+  // One host uses the one-level file as it is...
+  const HostLayout one = single_host_layout(3);
+  auto params = run_world(3, [&](Transport& t, CostParams* out) {
+    return load_or_measure(t, 0, "h", &one, out);
+  });
+  EXPECT_TRUE(same(params[0], planted));
+  // ... two hosts measure both levels and rewrite it.
+  params = run_world(3, [&](Transport& t, CostParams* out) {
+    return load_or_measure(t, 0, "h", &layout, out);
+  });
+  EXPECT_TRUE(params[0].two_level());
+  CostParams cached;
+  ASSERT_TRUE(read_cost_cache(path, "h", "thread", &cached, &why)) << why;
+  EXPECT_TRUE(same(cached, params[0]));
+  // ... and load it the next time.
+  const auto again = run_world(3, [&](Transport& t, CostParams* out) {
+    return load_or_measure(t, 0, "h", &layout, out);
+  });
+  EXPECT_TRUE(same(again[0], cached));
+}
+
+TEST(TwoLevelMeasureTest, ThreeValueCostModelIsOneLevelAcrossHosts) {
+  ScopedEnv model("PLEXUS_COST_MODEL", "2.5,0.1,0.05");
+  const HostLayout layout = host_layout(Ids{"A", "B"});
+  const auto params = run_world(2, [&](Transport& t, CostParams* out) {
+    return load_or_measure(t, 0, "h", &layout, out);
+  });
+  EXPECT_FALSE(params[0].two_level());
+  EXPECT_DOUBLE_EQ(params[0].alpha_s, 2.5e-6);
+}
+
+}  // namespace
+}  // namespace plexus::comm
