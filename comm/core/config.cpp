@@ -70,8 +70,9 @@ constexpr ConfigVariable kVariables[] = {
    "docs/tuning.md; PLEXUS_DEBUG=INFO logs every choice and why."},
   {"PLEXUS_COST_MODEL", ConfigType::String, "",
    "\"alpha_us,beta_ns_per_byte,gamma_ns_per_byte\" (e.g. \"2.5,0.1,0.05\"): the cost model's "
-   "latency, inverse bandwidth and reduction cost, used instead of measuring them. Lets one "
-   "machine emulate another's algorithm choices."},
+   "latency, inverse bandwidth and reduction cost, used instead of measuring them; two more "
+   "values \"...,inter_alpha_us,inter_beta_ns_per_byte\" give the network between hosts. Lets "
+   "one machine emulate another's algorithm choices."},
   {"PLEXUS_CACHE_DIR", ConfigType::String, "",
    "Folder of the measured cost-model parameters (one JSON file per host and provider). "
    "Unset: $XDG_CACHE_HOME/plexus, else $HOME/.cache/plexus. Delete the file to re-measure."},

@@ -240,7 +240,10 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  * Algorithms: ring (Patarasuk & Yuan, JPDC 2009: reduce-scatter then allgather around a ring,
  * pipelined in PLEXUS_CHUNK_BYTES slices; 2(n-1)/n * count elements sent per rank), rabenseifner
  * (recursive halving then doubling; Rabenseifner, ICCS 2004), recursive_doubling (log2 n
- * full exchanges, for small counts) and double_binary_tree (Sanders, Speck & Traeff 2009).
+ * full exchanges, for small counts), double_binary_tree (Sanders, Speck & Traeff 2009) and
+ * hierarchical (ranks grouped by host: ring reduce-scatter inside each host, ring allreduce of
+ * each block across hosts along its lane, ring allgather inside each host; uneven hosts work;
+ * chosen when the communicator spans hosts and the network is the bottleneck).
  */
 plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
@@ -250,7 +253,8 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
  * Reduce: the root's recvbuf[i] = op over ranks of sendbuf[i]. recvbuf is used only on the root
  * (others may pass NULL). In place on the root when sendbuf == recvbuf.
  * Algorithms: binomial tree (pipelined in chunks) and ring (ring reduce-scatter, then the
- * segments gathered at the root; Rabenseifner 2004).
+ * segments gathered at the root; Rabenseifner 2004) and hierarchical (inside each host, then
+ * along the root's lane across hosts).
  */
 plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
                         plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
@@ -259,7 +263,8 @@ plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
 /*
  * Broadcast: every rank's recvbuf receives `count` elements of the root's sendbuf. sendbuf is
  * read only on the root (others may pass NULL); in place on the root when sendbuf == recvbuf.
- * Algorithms: binomial tree, pipelined chain, and scatter then ring allgather (van de Geijn).
+ * Algorithms: binomial tree, pipelined chain, scatter then ring allgather (van de Geijn), and
+ * hierarchical (across hosts along the root's lane, then inside each host).
  */
 plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, int root, plx_comm_t comm, void* stream);
@@ -268,7 +273,8 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
  * Reduce-scatter: sendbuf holds n * recvcount elements; rank r's recvbuf[i] =
  * op over ranks of sendbuf[r * recvcount + i]. In place when
  * recvbuf == sendbuf + r * recvcount elements.
- * Algorithms: ring (n-1 steps, pipelined) and recursive_halving (Thakur et al. 2005).
+ * Algorithms: ring (n-1 steps, pipelined), recursive_halving (Thakur et al. 2005) and
+ * hierarchical (inside each host, then along lanes across hosts).
  */
 plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                 plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
@@ -277,7 +283,8 @@ plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvc
 /*
  * Allgather: recvbuf holds n * sendcount elements; block j (elements j*sendcount ..) is rank
  * j's sendbuf, on every rank. In place when sendbuf == recvbuf + r * sendcount elements.
- * Algorithms: ring (pipelined) and bruck (Bruck et al., IEEE TPDS 8(11), 1997).
+ * Algorithms: ring (pipelined), bruck (Bruck et al., IEEE TPDS 8(11), 1997) and hierarchical
+ * (along lanes across hosts, then inside each host; Traeff & Hunold's full-lane scheme).
  */
 plx_result_t plx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
                            plx_datatype_t datatype, plx_comm_t comm, void* stream);
