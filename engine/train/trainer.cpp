@@ -224,6 +224,9 @@ std::string degrees_text(const Placement& placement) {
 }
 
 int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& groups_out) {
+  // SIGTERM/SIGINT from here on (set-up included, once the communicator exists and its
+  // transport's handlers are in place): recorded, then the ranks finish the step, save and exit 0.
+  StopRequestScope stop_scope;
   Placement placement = parse_placement(o.placement);
   resolve_placement(placement, world.size(), o.pipeline_degree, o.tensor_degree);
   const int data_degree = placement.degree('D');
@@ -366,7 +369,6 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     }
   };
 
-  StopRequestScope stop_scope;  // SIGTERM/SIGINT: finish the step, save, exit 0
   AdamWConfig adam;
   adam.weight_decay = o.weight_decay;
   std::vector<int32_t> tokens, targets;
