@@ -32,6 +32,7 @@
 
 #include "engine/train/checkpoint.h"
 #include "engine/train/sharded_checkpoint.h"
+#include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
 namespace plexus::test {
@@ -49,14 +50,7 @@ class Resume : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("plexus_resume_" + std::to_string(getpid()));
     fs::create_directories(dir_);
     data_ = (dir_ / "corpus.txt").string();
-    const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "boat", "harpoon",
-                           "and", "of", "a", "to", "in", "was", "his", "ocean"};
-    std::ofstream out(data_);
-    uint64_t x = 12345;
-    for (int i = 0; i < 60000; ++i) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      out << words[(x >> 33) % 16] << ((x >> 40) % 9 == 0 ? ".\n" : " ");
-    }
+    write_synthetic_corpus(data_);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
