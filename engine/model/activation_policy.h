@@ -6,7 +6,14 @@
 // activation_loading_horizon).
 //
 // Groups: with checkpoint_every N the shard's n blocks form ceil(n/N) groups of N consecutive
-// blocks (the last may be shorter); group g's input is the input of block g*N.
+// blocks (the last may be shorter); group g's input is the input of block g*N. N >= n is one
+// group, the whole shard, as Megatron-LM's "uniform" recompute with recompute_num_layers equal
+// to the stage's layers: a microbatch keeps only the shard's input, and the backward recomputes
+// all n blocks at once (n blocks' activations in the recompute area). So it saves memory only
+// for the microbatches a pipeline schedule keeps in flight, (in flight - 1) x n blocks' worth;
+// with one microbatch in flight its peak is the plain one plus one input. For one microbatch
+// the smallest peak is near N = sqrt(n) (Chen et al.), or N = 1 when a block's activations
+// dwarf its input.
 // Offloading: each group's input leaves the device pool as soon as the group's forward is done;
 // before the backward of group g the inputs of groups g, g-1, ..., g-loading_horizon+1 that are
 // not yet back are brought back, and a group's input leaves the device after its backward.

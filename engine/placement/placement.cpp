@@ -17,9 +17,12 @@ class Parser {
     p.text = text_;
     if (text_.empty()) fail(0, "a layout (cluster, spread, or axes such as D4 or D2P2T2)");
     parse_layout(p);
+    std::vector<size_t> starts;  // of each plugin's name
     while (pos_ < text_.size()) {
       expect('+', "'+' followed by a plugin name, or the end");
+      starts.push_back(pos_);
       p.plugins.push_back(parse_plugin());
+      check_not_repeated(p.plugins, starts);
     }
     return p;
   }
@@ -106,6 +109,33 @@ class Parser {
       }
     }
     return spec;
+  }
+
+  // A plugin once: the same name twice, or two of one family (names that differ only in a
+  // trailing number, as the ZeRO stages zero1, zero2, zero3), is refused at the second.
+  void check_not_repeated(const std::vector<PluginSpec>& plugins,
+                          const std::vector<size_t>& starts) const {
+    const std::string& added = plugins.back().name;
+    for (size_t i = 0; i + 1 < plugins.size(); ++i) {
+      const std::string& earlier = plugins[i].name;
+      if (earlier == added) {
+        throw PlacementError("placement '" + text_ + "': plugin '" + added + "' at position " +
+                             std::to_string(starts.back() + 1) + " is given twice (also at " +
+                             "position " + std::to_string(starts[i] + 1) + "); give it once");
+      }
+      if (plugin_family(earlier) == plugin_family(added)) {
+        throw PlacementError("placement '" + text_ + "': plugin '" + added + "' at position " +
+                             std::to_string(starts.back() + 1) + " repeats '" + earlier +
+                             "' (position " + std::to_string(starts[i] + 1) + "): both are '" +
+                             plugin_family(added) + "'; give one of them");
+      }
+    }
+  }
+
+  static std::string plugin_family(const std::string& name) {
+    size_t end = name.size();
+    while (end > 0 && std::isdigit(static_cast<unsigned char>(name[end - 1]))) --end;
+    return end == 0 ? name : name.substr(0, end);
   }
 
   const std::string& text_;

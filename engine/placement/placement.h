@@ -8,6 +8,9 @@
 // As in SageMaker model parallel: D data, P pipeline, T tensor; "cluster" means DPT and "spread"
 // TPD. The rightmost letter varies fastest over consecutive global ranks: for DPT,
 // rank = d*|P|*|T| + p*|T| + t. See docs/placement.md.
+//
+// Each axis and each plugin at most once: "+ckpt+ckpt" is refused, and so are two plugins of
+// one family, whose names differ only in a trailing number ("+zero1+zero2": ZeRO stages).
 #pragma once
 
 #include <stdexcept>

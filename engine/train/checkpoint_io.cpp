@@ -1,6 +1,7 @@
 #include "engine/train/checkpoint_io.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,20 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
     }
   }
   std::string failure;
+  if (world.rank() == 0) {  // a fresh step-N.tmp: nothing of an interrupted save of this step
+    try {
+      prepare_checkpoint_step(context.dir, run.next_step);
+    } catch (const CheckpointError& e) {
+      failure = e.what();
+    }
+  }
+  if (world.any(!failure.empty(), "checkpoint prepare")) {
+    throw CheckpointError(failure.empty()
+                              ? fmt::format("checkpoint step {}: rank 0 could not prepare it "
+                                            "(see its message)",
+                                            run.next_step)
+                              : failure);
+  }
   try {
     write_rank_shard(context.dir, run.next_step, world.rank(), runs);
   } catch (const CheckpointError& e) {
@@ -89,28 +104,61 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
   return path;
 }
 
+CheckpointRun training_state(const std::string& path, const nlohmann::json& training,
+                             int64_t manifest_step) {
+  auto bad = [&](const char* field, const std::string& value, const std::string& range) {
+    return CheckpointError(fmt::format("checkpoint {}: manifest's training.{} is {}; valid: {}",
+                                       path, field, value, range));
+  };
+  if (!training.is_object()) throw bad("(object)", training.dump(), "a JSON object");
+  auto field = [&](const char* name) -> const nlohmann::json& {
+    if (!training.contains(name)) throw bad(name, "missing", "present");
+    return training.at(name);
+  };
+  CheckpointRun run;
+  const nlohmann::json& step = field("step");
+  if (!step.is_number_integer() || step.get<int64_t>() != manifest_step) {
+    throw bad("step", step.dump(), fmt::format("{} (the manifest's step)", manifest_step));
+  }
+  run.next_step = manifest_step;
+  const nlohmann::json& seed = field("seed");
+  if (!seed.is_number_integer() || (!seed.is_number_unsigned() && seed.get<int64_t>() < 0)) {
+    throw bad("seed", seed.dump(), "an integer in 0..2^64-1");
+  }
+  run.seed = seed.get<uint64_t>();
+  const nlohmann::json& batch = field("global_batch");
+  if (!batch.is_number_integer() || batch.get<int64_t>() < 1 ||
+      batch.get<int64_t>() > std::numeric_limits<int>::max()) {
+    throw bad("global_batch", batch.dump(),
+              fmt::format("1..{}", std::numeric_limits<int>::max()));
+  }
+  run.global_batch = batch.get<int>();
+  const nlohmann::json& val = field("val_loss");
+  if (val.is_null()) {
+    run.last_val_loss = NAN;
+  } else {
+    const bool number = val.is_number();
+    const double loss = number ? val.get<double>() : -1.0;
+    if (!number || !std::isfinite(loss) || loss < 0 || loss > std::numeric_limits<float>::max()) {
+      throw bad("val_loss", val.dump(), "null (none yet) or a finite loss >= 0");
+    }
+    run.last_val_loss = static_cast<float>(loss);
+  }
+  return run;
+}
+
 namespace {
 
 // Reads the newest checkpoint into the state's owned ranges (no communication).
 std::optional<CheckpointRun> read_newest(const ShardedCheckpointContext& context,
                                          int global_batch, StageModel& model,
                                          OptimizerState& state, std::string* path) {
+  check_checkpoint_folder(context.dir);  // at start, not at the first save
   const std::optional<std::string> newest = newest_complete_checkpoint(context.dir);
   if (!newest) return std::nullopt;
   CheckpointReader reader(*newest);
   reader.check_model(context.config);
-  const nlohmann::json& training = reader.training();
-  CheckpointRun run;
-  try {
-    run.next_step = training.at("step").get<int64_t>();
-    run.seed = training.at("seed").get<uint64_t>();
-    run.global_batch = training.at("global_batch").get<int>();
-    const nlohmann::json& val = training.at("val_loss");
-    run.last_val_loss = val.is_null() ? NAN : val.get<float>();
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(fmt::format("checkpoint {}: manifest's training state: {}", *newest,
-                                      e.what()));
-  }
+  const CheckpointRun run = training_state(*newest, reader.training(), reader.step());
   if (run.global_batch != global_batch) {
     throw CheckpointError(fmt::format("checkpoint {} was saved with --batch-size {}; this run has "
                                       "--batch-size {} (the data position would not match)",

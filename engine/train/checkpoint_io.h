@@ -52,15 +52,27 @@ struct ShardedCheckpointContext {
   int data_rank = 0;
 };
 
-// Writes <dir>/step-<next_step> from every rank; returns its path (on every rank).
+// The training state of a checkpoint's manifest (`training`, as save_sharded_checkpoint writes
+// it), every field range-checked, as a forged or damaged manifest must not steer a run: "step"
+// an integer equal to the manifest's step, "seed" an integer in 0..2^64-1, "global_batch" in
+// 1..INT_MAX, "val_loss" null or a finite number >= 0. Throws CheckpointError "checkpoint
+// <path>: manifest's training.<field> is <value>; valid: <range>".
+CheckpointRun training_state(const std::string& path, const nlohmann::json& training,
+                             int64_t manifest_step);
+
+// Writes <dir>/step-<next_step> from every rank; returns its path (on every rank). Rank 0 first
+// starts step-N.tmp afresh (prepare_checkpoint_step), then every rank writes its file.
 std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
                                     const CheckpointRun& run, StageModel& model,
                                     OptimizerState& state, World& world);
 
-// If dir holds a complete checkpoint: loads the newest into the state and returns what it
-// recorded; nullopt (nothing changed) if there is none. Throws CheckpointError for a damaged one
-// or for another model or global batch (never falling back to an older one); when one rank
-// fails, every rank throws (the others name the failing rank), so none waits in a collective.
+// First checks that dir can hold checkpoints (check_checkpoint_folder: created if missing, a
+// file created and removed in it), so a bad --checkpoint-dir is refused at start, not at the
+// first save. If dir holds a complete checkpoint: loads the newest into the state and returns
+// what it recorded; nullopt (nothing changed) if there is none. Throws CheckpointError for a
+// damaged one or for another model or global batch (never falling back to an older one); when
+// one rank fails, every rank throws (the others name the failing rank), so none waits in a
+// collective.
 std::optional<CheckpointRun> load_newest_sharded_checkpoint(
     const ShardedCheckpointContext& context, int global_batch, StageModel& model,
     OptimizerState& state, World& world, std::string* path);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -22,6 +23,20 @@ namespace plexus::engine {
 namespace {
 
 constexpr int kManifestVersion = 1;
+
+// An int field of the manifest, refused (not wrapped) when it is no integer or out of int range.
+int int_field(const std::string& path, const nlohmann::json& object, const char* where,
+              const char* name) {
+  const nlohmann::json& v = object.at(name);
+  if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int>::min() ||
+      v.get<int64_t>() > std::numeric_limits<int>::max() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > std::numeric_limits<int>::max())) {
+    throw CheckpointError(fmt::format("checkpoint '{}' has a malformed manifest.json: {}{} is {}, "
+                                      "not an integer in int range",
+                                      path, where, name, v.dump()));
+  }
+  return v.get<int>();
+}
 
 }  // namespace
 
@@ -63,7 +78,13 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
       throw bad(fmt::format("is named {} but its manifest says step {}", dir_name, step()));
     }
     // Every accessor's field, so a malformed one is reported here and never later.
-    (void)placement(), (void)training(), (void)model();
+    (void)placement(), (void)training();
+    if (const std::string why = model().validate(); !why.empty()) {
+      throw bad("has an invalid model in manifest.json: " + why);
+    }
+    if (world_size() < 1) {
+      throw bad(fmt::format("has world_size {} in manifest.json; valid: 1 and up", world_size()));
+    }
     full_params_ = manifest_.at("full_num_params").get<size_t>();
     if (full_params_ != full_num_params(model())) {
       throw bad(fmt::format("has full_num_params {} but its model has {}", full_params_,
@@ -141,7 +162,9 @@ CheckpointReader::~CheckpointReader() {
 }
 
 int64_t CheckpointReader::step() const { return manifest_.at("step").get<int64_t>(); }
-int CheckpointReader::world_size() const { return manifest_.at("world_size").get<int>(); }
+int CheckpointReader::world_size() const {
+  return int_field(path_, manifest_, "", "world_size");
+}
 const std::string& CheckpointReader::placement() const {
   return manifest_.at("placement").get_ref<const std::string&>();
 }
@@ -155,11 +178,11 @@ bool CheckpointReader::has_section(const std::string& section) const {
 GptConfig CheckpointReader::model() const {
   const nlohmann::json& m = manifest_.at("model");
   GptConfig c;
-  c.vocab_size = m.at("vocab_size").get<int>();
-  c.max_seq_len = m.at("max_seq_len").get<int>();
-  c.n_layer = m.at("n_layer").get<int>();
-  c.n_head = m.at("n_head").get<int>();
-  c.n_embd = m.at("n_embd").get<int>();
+  c.vocab_size = int_field(path_, m, "model.", "vocab_size");
+  c.max_seq_len = int_field(path_, m, "model.", "max_seq_len");
+  c.n_layer = int_field(path_, m, "model.", "n_layer");
+  c.n_head = int_field(path_, m, "model.", "n_head");
+  c.n_embd = int_field(path_, m, "model.", "n_embd");
   return c;
 }
 

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -114,6 +116,59 @@ std::vector<StateTarget> state_targets(const std::string& section,
   return out;
 }
 
+void check_checkpoint_folder(const std::string& dir) {
+  if (dir.empty()) throw std::invalid_argument("check_checkpoint_folder: dir is empty");
+  std::error_code ec;
+  const fs::file_type type = fs::status(dir, ec).type();
+  if (type != fs::file_type::not_found && type != fs::file_type::directory && !ec) {
+    throw CheckpointError("checkpoint folder '" + dir + "' exists and is not a directory");
+  }
+  fs::create_directories(dir, ec);
+  std::error_code ignored;  // another rank may have created it at the same moment
+  if (ec && !fs::is_directory(dir, ignored)) {
+    throw CheckpointError("checkpoint folder '" + dir + "': cannot create it: " + ec.message());
+  }
+  std::string probe = dir + "/.plexus-write-check-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw CheckpointError("checkpoint folder '" + dir + "' is not writable: " +
+                          std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void prepare_checkpoint_step(const std::string& dir, int64_t step) {
+  check_location("prepare_checkpoint_step", dir, step);
+  const std::string final_path = checkpoint_path(dir, step);
+  if (is_complete(final_path)) {
+    throw CheckpointError("checkpoint '" + final_path + "' is already complete; not writing it "
+                          "again");
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::error_code ignored;
+  if (ec && !fs::is_directory(dir, ignored)) {
+    throw CheckpointError("checkpoint '" + dir + "': create folder: " + ec.message());
+  }
+  for (const std::string& stale : {final_path + ".tmp", final_path}) {
+    if (fs::symlink_status(stale, ec).type() == fs::file_type::not_found) continue;
+    if (stale == final_path && !fs::is_directory(fs::symlink_status(stale, ec))) {
+      throw CheckpointError("checkpoint '" + final_path + "' exists and is not a folder; move "
+                            "it away to save step " + std::to_string(step));
+    }
+    fs::remove_all(stale, ec);
+    if (ec) {
+      throw CheckpointError("checkpoint '" + stale + "': remove what an interrupted save left: " +
+                            ec.message());
+    }
+  }
+  if (::mkdir((final_path + ".tmp").c_str(), 0755) != 0) {
+    throw CheckpointError(io_error(final_path + ".tmp", "create folder"));
+  }
+  fsync_directory(dir);
+}
+
 std::string checkpoint_path(const std::string& dir, int64_t step) {
   return fmt::format("{}/step-{:08d}", dir, step);
 }
@@ -183,6 +238,19 @@ std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_
     files.push_back(std::move(f));
   }
   check_coverage(tmp_dir, files, full_num_params(model));
+  std::error_code list_ec;
+  for (fs::directory_iterator it(tmp_dir, list_ec), end; !list_ec && it != end;
+       it.increment(list_ec)) {
+    const std::string name = it->path().filename().string();
+    bool expected = false;
+    for (const ShardFile& f : files) expected |= name == f.name;
+    if (!expected) {
+      throw CheckpointError(fmt::format("checkpoint '{}': holds '{}', which is no rank file of a "
+                                        "world of {} (left by another save?); not completing it",
+                                        tmp_dir, name, world_size));
+    }
+  }
+  if (list_ec) throw CheckpointError("checkpoint '" + tmp_dir + "': list: " + list_ec.message());
 
   nlohmann::json manifest = {{"format", "plexus-sharded-checkpoint"},
                              {"version", kManifestVersion},
@@ -223,7 +291,16 @@ std::optional<std::string> newest_complete_checkpoint(const std::string& dir) {
     const char* last = name.data() + name.size();
     const auto [ptr, parse_ec] = std::from_chars(first, last, step);
     if (parse_ec != std::errc() || ptr != last || step < 0) continue;
-    if (!is_complete(it->path().string())) continue;
+    // A folder whose manifest cannot be looked for (permissions, I/O) is an error, not an
+    // incomplete checkpoint: resuming from an older one would later overwrite it.
+    struct stat st {};
+    const std::string manifest = it->path().string() + "/manifest.json";
+    if (::stat(manifest.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;  // incomplete, or not a folder
+      throw CheckpointError(io_error(it->path().string(), "look for manifest.json") +
+                            " (fix its permissions or move it away)");
+    }
+    if (!S_ISREG(st.st_mode)) continue;
     if (!best || step > *best) best = step, best_name = name;
   }
   if (ec) throw CheckpointError("checkpoint folder '" + dir + "': list: " + ec.message());

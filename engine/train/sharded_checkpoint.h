@@ -18,8 +18,8 @@
 //                exactly once, writes manifest.json, renames step-N.tmp to step-N.
 // Each file is written to a temporary name, fsync'ed and renamed; the step directory is renamed
 // last and its parent fsync'ed, so a checkpoint is complete exactly when step-N/manifest.json
-// exists. A crash at any point leaves step-N.tmp (ignored) or nothing. Nothing else in <dir> is
-// deleted or modified.
+// exists. A crash at any point leaves step-N.tmp (ignored) or nothing; the next save of step N
+// starts it afresh (prepare_checkpoint_step). Nothing else in <dir> is deleted or modified.
 //
 // Loading: newest_complete_checkpoint(dir), then CheckpointReader, which verifies the manifest
 // (its own checksum), every rank file's size and checksum and the coverage before anything is
@@ -77,6 +77,19 @@ std::vector<StateTarget> state_targets(const std::string& section,
 // "<dir>/step-00000120" (at least 8 digits).
 std::string checkpoint_path(const std::string& dir, int64_t step);
 
+// Checks, before training, that `dir` can hold checkpoints: creates it (and its parents) if it
+// is missing, then creates and removes a file in it. Throws CheckpointError "checkpoint folder
+// '<dir>': cannot create it: <reason>" or "... is not writable: <reason>" (the OS's words).
+void check_checkpoint_folder(const std::string& dir);
+
+// Rank 0, before any rank's write_rank_shard for this step (the caller synchronises): makes
+// <dir>/step-N.tmp a fresh, empty folder, removing what an earlier, interrupted save of this
+// step left in it (rank files of another world size or of other values must never end up in
+// the checkpoint), and removes <dir>/step-N if it is a folder without manifest.json (an
+// incomplete leftover that would block the final rename; loading skips it). Throws
+// CheckpointError if step-N is complete or on an OS error.
+void prepare_checkpoint_step(const std::string& dir, int64_t step);
+
 // Writes this rank's runs to <dir>/step-N.tmp/rank-<rank>.bin (temporary file, fsync, rename),
 // creating the folders. Zero-count runs are skipped; a rank may write no runs at all. Throws
 // CheckpointError on an OS error or if step-N is already complete.
@@ -88,8 +101,9 @@ void write_rank_shard(const std::string& dir, int64_t step, int rank,
 // section's runs tile [0, full_num_params(model)) with no gap and no overlap; then writes
 // manifest.json (format version, step, world size, placement, model, the tensor table, the
 // sections, each rank file's size and checksum, `training` as given) and renames step-N.tmp to
-// step-N. Returns the final path. On a failed check throws CheckpointError and leaves step-N.tmp
-// as it is (never renamed, so never loaded).
+// step-N. Anything else in step-N.tmp (a rank file of a larger world) is refused, never
+// renamed into the checkpoint. Returns the final path. On a failed check throws
+// CheckpointError and leaves step-N.tmp as it is (never renamed, so never loaded).
 //
 // `training` is the caller's: optimizer step, data position, seed and RNG state, last
 // validation loss, ... (JSON has no NaN: nlohmann writes NaN as null).
@@ -101,7 +115,9 @@ std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_
 // dir does not exist or holds none. Skips step-N.tmp and step directories without a manifest
 // (incomplete); does not open the manifest, so a corrupt newest checkpoint is reported by
 // CheckpointReader rather than silently replaced by an older one. Throws CheckpointError if dir
-// exists but is not a directory or cannot be listed.
+// exists but is not a directory or cannot be listed, or if a step folder cannot be looked into
+// (permissions, I/O error): it is never taken for an incomplete one, which a later save of that
+// step would replace.
 std::optional<std::string> newest_complete_checkpoint(const std::string& dir);
 
 struct ShardFile;  // shard_file.h

@@ -26,6 +26,7 @@
 #include "engine/train/active_plugins.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/checkpoint_io.h"
+#include "engine/train/checkpoint_metrics.h"
 #include "engine/train/explain.h"
 #include "engine/train/memory_plan.h"
 #include "engine/train/memory_report.h"
@@ -306,11 +307,6 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     }
     std::fflush(stdout);
   }
-  std::unique_ptr<std::ofstream> metrics;
-  if (leader && !o.metrics_path.empty()) {
-    metrics = std::make_unique<std::ofstream>(o.metrics_path);
-    if (!*metrics) throw UsageError("cannot write --metrics-file '" + o.metrics_path + "'");
-  }
   // Every rank takes part: a sharded state all-gathers its parts into whole chunks first.
   auto gather = [&](StateBuffer which) {
     const ChunkValues values = state->full_values(which);
@@ -355,7 +351,18 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                     data_seed != o.seed ? " (data order from the checkpoint's --seed)" : "");
         std::fflush(stdout);
       }
+    } else if (leader) {
+      std::printf("plexus-train: no checkpoint in %s: starting fresh\n",
+                  o.checkpoint_dir.c_str());
+      std::fflush(stdout);
     }
+  }
+  // Fresh: truncated. Resumed: the earlier runs' lines up to the checkpoint's step kept.
+  std::unique_ptr<std::ofstream> metrics;
+  if (leader && !o.metrics_path.empty()) {
+    metrics = open_metrics_file(o.metrics_path,
+                                saved_step >= 0 ? std::optional<int64_t>(saved_step)
+                                                : std::nullopt);
   }
   auto save_sharded = [&](int64_t next_step) {
     if (o.checkpoint_dir.empty() || next_step == saved_step) return;

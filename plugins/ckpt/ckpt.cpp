@@ -8,7 +8,10 @@
 // worth, for one more forward pass per step. The engine does the recomputation
 // (docs/memory.md); this plugin chooses N.
 //
-// Arguments: none or "each" (N = 1), or "every=N" (N >= 1).
+// Arguments: none or "each" (N = 1), or "every=N" (N >= 1). N at or past a stage's blocks is
+// one group, the whole stage (Megatron-LM's "uniform" method): each microbatch keeps only the
+// stage's input, and the backward recomputes the whole stage at once, so it lowers the peak
+// only when a pipeline keeps several microbatches in flight (engine/model/activation_policy.h).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>

@@ -342,9 +342,9 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, MemoryPluginBadInput,
     ::testing::Values(
         BadPlan{"TwoSharders", 1, {"--placement", "D+zero1+zero3"},
-                "plugins 'zero1' and 'zero3' both set the memory plan's zero_stage"},
+                "plugin 'zero3' at position 9 repeats 'zero1'"},
         BadPlan{"TwoCheckpointers", 1, {"--placement", "D+ckpt(every=2)+ckpt(every=3)"},
-                "plugins 'ckpt' and 'ckpt' both set the memory plan's checkpoint_every"},
+                "plugin 'ckpt' at position 17 is given twice"},
         BadPlan{"OffloadActivationsWithoutCheckpointing", 1,
                 {"--placement", "D+offload(activations)"}, "(add +ckpt)"},
         BadPlan{"BadPersistArgument", 1, {"--placement", "D+zero3(persist=x)"},

@@ -9,12 +9,17 @@
 //  (c) D4+zero1 saved at step 10, loaded as D2, as P2T2 and as one process with --steps 11:
 //      step 11's loss equals the uninterrupted D4+zero1 run's within 1e-4 relative;
 //  (d) truncated, corrupted and mismatched (other --n-embd) checkpoints: plexus-train exits 2
-//      naming the path and the problem, and the folder is byte-for-byte unchanged.
+//      naming the path and the problem, and the folder is byte-for-byte unchanged;
+//  (e) a SIGTERM during communicator creation ends the rank (no PSM handler calling exit());
+//      bad --checkpoint-dir / --memory-report folders and an unreadable step folder are refused
+//      before training; the leftovers of interrupted saves are replaced by the next save; the
+//      --metrics-file of a resumed run is appended to (every step once).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +44,7 @@ namespace plexus::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 // A fixed cost model: the same collective algorithms in every run, whatever the machine does.
@@ -114,6 +120,28 @@ class Resume : public ::testing::Test {
 
 fs::path Resume::dir_;
 std::string Resume::data_;
+
+std::string read_text(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The names in a folder, sorted.
+std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// argv run as user nobody when the test runs as root (root ignores permissions).
+std::vector<std::string> unprivileged(std::vector<std::string> argv) {
+  if (geteuid() != 0) return argv;
+  argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+  return argv;
+}
 
 uint64_t hash_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -194,14 +222,20 @@ TEST_F(Resume, SigtermThenResumeIsBitIdentical) {
     EXPECT_EQ(loss, reference.at(step)) << "step " << step << " before the stop";
   }
 
-  // The same command again: resumes after `stopped` and finishes.
-  fs::rename(path("b.jsonl"), path("b_first.jsonl"));
-  train(2, slow_model(), b);
-  const std::map<int, double> resumed = losses(path("b.jsonl"));
-  ASSERT_FALSE(resumed.empty());
-  EXPECT_EQ(resumed.begin()->first, stopped + 1) << "did not resume from the checkpoint";
-  EXPECT_EQ(resumed.rbegin()->first, 20);
-  for (const auto& [step, loss] : resumed) {
+  // The same command again: resumes after `stopped` and finishes, appending to the metrics
+  // file, which ends with every step once, in order, as the uninterrupted run's.
+  const ProcessResult again = train(2, slow_model(), b);
+  EXPECT_THAT(again.out, HasSubstr("resumed from " + *saved + ": next step " +
+                                   std::to_string(stopped + 1)))
+      << "did not resume from the checkpoint";
+  std::vector<int> steps;
+  for (const std::string& line : split_lines(read_text(path("b.jsonl")))) {
+    steps.push_back(nlohmann::json::parse(line).at("step").get<int>());
+  }
+  std::vector<int> one_to_twenty(20);
+  for (int i = 0; i < 20; ++i) one_to_twenty[i] = i + 1;
+  EXPECT_EQ(steps, one_to_twenty) << "the metrics file after the resume";
+  for (const auto& [step, loss] : losses(path("b.jsonl"))) {
     EXPECT_EQ(loss, reference.at(step)) << "step " << step << " after resuming";
   }
   const std::vector<float> p = saved_params(path("a.params")), q = saved_params(path("b.params"));
@@ -209,6 +243,91 @@ TEST_F(Resume, SigtermThenResumeIsBitIdentical) {
   ASSERT_GT(p.size(), 80000u);
   EXPECT_EQ(std::memcmp(p.data(), q.data(), p.size() * sizeof(float)), 0)
       << "parameters differ from the uninterrupted run";
+}
+
+// A SIGTERM while the communicator is being created ends the rank at once (nothing to save
+// yet). libfabric links libinfinipath (PSM), whose constructor catches SIGTERM and calls exit()
+// from the handler (exit code 1, or a hang with the communicator's threads running); libplexus
+// resets that handler when it loads (libfabric's shm provider may still catch SIGTERM: it
+// cleans up, restores the handler before its own and raises again). Rank 1 never joins, so
+// rank 0 waits in the rendezvous when the SIGTERM comes; rank 0 runs without plexus-run's
+// IPATH_NO_BACKTRACE=1, as under mpirun or srun.
+TEST_F(Resume, SigtermDuringCommunicatorCreationEndsTheRank) {
+  std::string train;
+  for (const std::string& a : train_args(1, small_model(), {"--steps", "1"})) {
+    train += " '" + a + "'";
+  }
+  Subprocess launcher({PLEXUS_RUN_PATH, "-n", "2", "--term-grace-seconds", "30", "--",
+                       "/bin/sh", "-c",
+                       "if [ \"$PLEXUS_RANK\" = 1 ]; then exec sleep 120; fi; exec env -u "
+                       "IPATH_NO_BACKTRACE -u HFI_NO_BACKTRACE PLEXUS_DEBUG=INFO" +
+                           train + " 2>&1"},
+                      kEnv);
+  ASSERT_TRUE(launcher.wait_for_stdout("rendezvous server listening", 1, 60))
+      << launcher.output_so_far();
+  ASSERT_EQ(kill(launcher.pid(), SIGTERM), 0);
+  ProcessResult r = launcher.wait(60);
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("rank 0 killed by signal SIGTERM")) << r.out;
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out << r.err;
+}
+
+// A --checkpoint-dir that cannot be created, a --memory-report folder that does not exist and a
+// step folder that cannot be read are refused before any training step (exit 2, the path and
+// the reason named); nothing is written.
+TEST_F(Resume, BadFoldersAreRefusedBeforeTraining) {
+  std::ofstream(path("plain")) << "a file, not a folder";
+  ProcessResult r = run_process(
+      train_args(1, small_model(), {"--steps", "2", "--checkpoint-dir", path("plain/ckpt")}), 120,
+      kEnv);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("checkpoint folder '" + path("plain/ckpt") +
+                               "': cannot create it: Not a directory"));
+  EXPECT_THAT(r.out, Not(HasSubstr("step     1/2"))) << "it trained";
+
+  r = run_process(train_args(1, small_model(),
+                             {"--steps", "2", "--memory-report", path("missing/memory.json")}),
+                  120, kEnv);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--memory-report '" + path("missing/memory.json") + "': folder '" +
+                               path("missing") + "' cannot be used: No such file or directory"));
+  EXPECT_THAT(r.out, Not(HasSubstr("step     1/2"))) << "it trained";
+
+  const std::string ckpt = path("locked_ckpt");
+  train(1, small_model(), {"--steps", "2", "--checkpoint-dir", ckpt});
+  fs::permissions(ckpt, fs::perms::all);  // writable for the unprivileged run below
+  fs::permissions(ckpt + "/step-00000002", fs::perms::none);
+  r = run_process(
+      unprivileged(train_args(1, small_model(), {"--steps", "4", "--checkpoint-dir", ckpt})), 120,
+      kEnv);
+  fs::permissions(ckpt + "/step-00000002", fs::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("checkpoint '" + ckpt + "/step-00000002': look for manifest.json: "
+                               "Permission denied (fix its permissions or move it away)"));
+  EXPECT_EQ(listing(ckpt), std::vector<std::string>{"step-00000002"}) << "it saved";
+}
+
+// What a crash left (step-2.tmp with rank files of a 2-rank run, step-4 without its manifest)
+// is replaced by this run's saves of those steps, which complete with this run's files only.
+TEST_F(Resume, LeftoversOfInterruptedSavesAreReplaced) {
+  const std::string ckpt = path("leftover_ckpt");
+  fs::create_directories(ckpt + "/step-00000002.tmp");
+  fs::create_directories(ckpt + "/step-00000004");
+  for (const std::string stale : {"/step-00000002.tmp/rank-0.bin",
+                                  "/step-00000002.tmp/rank-1.bin", "/step-00000004/rank-0.bin"}) {
+    std::ofstream(ckpt + stale) << "stale";
+  }
+  const ProcessResult r =
+      train(1, small_model(), {"--steps", "4", "--save-every", "2", "--checkpoint-dir", ckpt});
+  EXPECT_THAT(r.out, HasSubstr("plexus-train: no checkpoint in " + ckpt + ": starting fresh"));
+  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"step-00000002", "step-00000004"}));
+  for (int step : {2, 4}) {
+    const std::string saved = engine::checkpoint_path(ckpt, step);
+    EXPECT_EQ(listing(saved), (std::vector<std::string>{"manifest.json", "rank-0.bin"})) << saved;
+    const engine::CheckpointReader reader(saved);
+    EXPECT_EQ(reader.step(), step);
+    EXPECT_EQ(reader.world_size(), 1);
+  }
 }
 
 // (c) and (d): a D4+zero1 checkpoint loads under other placements; damaged ones are refused.

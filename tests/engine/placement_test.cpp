@@ -110,6 +110,22 @@ TEST(Placement, RepeatedAxisZeroDegreeAndBadPluginSyntax) {
   EXPECT_THAT(parse_error("D2 "), HasSubstr("unexpected ' ' at position 3"));
 }
 
+TEST(Placement, RepeatedPluginsAreRefusedNamingBoth) {
+  EXPECT_EQ(parse_error("D4+ckpt+ckpt"),
+            "placement 'D4+ckpt+ckpt': plugin 'ckpt' at position 9 is given twice (also at "
+            "position 4); give it once");
+  EXPECT_THAT(parse_error("D+ckpt(every=2)+ckpt(every=3)"),
+              HasSubstr("plugin 'ckpt' at position 17 is given twice"));
+  EXPECT_EQ(parse_error("D4+zero1+zero2"),
+            "placement 'D4+zero1+zero2': plugin 'zero2' at position 10 repeats 'zero1' (position "
+            "4): both are 'zero'; give one of them");
+  EXPECT_THAT(parse_error("D2+zero3(persist=0)+ckpt+offload(activations)+zero1"),
+              HasSubstr("plugin 'zero1' at position 47 repeats 'zero3'"));
+  // Different plugins, and a name that is only digits, are fine.
+  EXPECT_EQ(parse_error("D2+zero3(persist=0)+ckpt+offload(activations,optimizer)"), "no error");
+  EXPECT_EQ(parse_error("D+1+2"), "no error");
+}
+
 TEST(Placement, DegreesThatDoNotMultiplyToWorldSize) {
   EXPECT_THAT(resolve_error("D3", 4), HasSubstr("do not multiply to the world size 4"));
   EXPECT_THAT(resolve_error("D2P2", 6), HasSubstr("D2*P2 = 4"));

@@ -103,6 +103,19 @@ TEST(PlexusRun, ThreadCountsDefaultOnlyWhereUnset) {
   EXPECT_TRUE(contains(split_lines(r.out), "[1] omp=" + omp + " blas=7")) << r.out;
 }
 
+// libfabric links libinfinipath (PSM), whose constructor catches SIGTERM and calls exit() from
+// the handler unless IPATH_NO_BACKTRACE is set; plexus-run switches it (and libpsm2's) off,
+// keeping a value the user gave.
+TEST(PlexusRun, PsmSignalHandlersAreSwitchedOffUnlessSet) {
+  std::vector<std::string> argv{"/usr/bin/env", "-u", "IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE=0"};
+  auto sh = run_sh({"-n", "2"}, "echo ipath=$IPATH_NO_BACKTRACE hfi=$HFI_NO_BACKTRACE");
+  argv.insert(argv.end(), sh.begin(), sh.end());
+  auto r = run_process(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(split_lines(r.out), "[0] ipath=1 hfi=0")) << r.out;
+  EXPECT_TRUE(contains(split_lines(r.out), "[1] ipath=1 hfi=0")) << r.out;
+}
+
 TEST(PlexusRun, PrefixesStdoutAndStderrSeparately) {
   auto r = run_process(run_sh({"-n", "2"}, "echo out$PLEXUS_RANK; echo err$PLEXUS_RANK >&2; "
                                            "printf tail$PLEXUS_RANK"));

@@ -51,6 +51,9 @@ std::vector<std::string> rank_environment(const LaunchOptions& options, int mast
   for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
     if (vars.find(name) == vars.end()) vars[name] = threads;
   }
+  // The PSM libraries libfabric links catch SIGTERM/SIGINT in their constructors and call exit()
+  // from the handler (provider_select.cpp); these switch that off before the rank starts.
+  for (const char* name : {"IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE"}) vars.emplace(name, "1");
   vars["PLEXUS_RANK"] = std::to_string(rank);
   vars["PLEXUS_WORLD_SIZE"] = std::to_string(options.nranks);
   vars["PLEXUS_LOCAL_RANK"] = std::to_string(rank);

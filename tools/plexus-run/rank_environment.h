@@ -22,7 +22,9 @@ int threads_per_rank(int nranks);
 // "NAME=value" strings for rank `rank`: the current environment with PLEXUS_RANK,
 // PLEXUS_WORLD_SIZE, PLEXUS_LOCAL_RANK, PLEXUS_LOCAL_WORLD_SIZE, PLEXUS_MASTER_ADDR and
 // PLEXUS_MASTER_PORT set (overriding inherited values), and OPENBLAS_NUM_THREADS and
-// OMP_NUM_THREADS set to threads_per_rank() where they are unset.
+// OMP_NUM_THREADS set to threads_per_rank() where they are unset, and IPATH_NO_BACKTRACE=1 and
+// HFI_NO_BACKTRACE=1 where unset (the PSM libraries' signal handlers call exit(); see
+// comm/transport/ofi/provider_select.cpp).
 std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port, int rank);
 
 }  // namespace plexus::launcher

@@ -3,8 +3,11 @@
 // torchrun; alone it is a world of one rank.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
 #include "engine/train/options.h"
 #include "engine/train/trainer.h"
+#include "tools/plexus-train/start_checks.h"
 
 int main(int argc, char** argv) {
   using plexus::engine::SampleOptions;
@@ -85,6 +88,13 @@ int main(int argc, char** argv) {
   if (sample) {
     s.checkpoint_path = t.checkpoint_path;
     return plexus::engine::run_sampling(s);
+  }
+  // Output paths first, so a bad one is refused before the communicator and the training start
+  // (--checkpoint-dir is checked where it is loaded from, also before training).
+  if (const std::string why = plexus::train::check_memory_report_folder(t.memory_report_path);
+      !why.empty()) {
+    std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
+    return 2;
   }
   return plexus::engine::run_training(t);
 }

@@ -2,10 +2,13 @@
 #include "comm/transport/ofi/provider_select.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <rdma/fi_endpoint.h>
+#include <signal.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "comm/core/config.h"
@@ -15,6 +18,53 @@
 namespace plexus::comm::ofi {
 
 namespace {
+
+// Signal handlers that PSM libraries install in their library constructors (before main):
+// libinfinipath (PSM, TrueScale; linked into libfabric for its psm provider) catches SIGTERM,
+// SIGINT, SIGSEGV, SIGBUS, SIGABRT and SIGILL unless IPATH_NO_BACKTRACE is set, prints a
+// backtrace and calls exit() from the handler. exit() in a signal handler runs the atexit
+// handlers and static destructors while other threads (the communicator's) hold their locks,
+// so a SIGTERM during communicator creation could hang the rank instead of ending it (Open
+// MPI disables the same hijacking, open-mpi/ompi#1781; libpsm2's switch is HFI_NO_BACKTRACE).
+// Plexus uses none of these providers.
+bool is_psm_library(const char* path) {
+  if (path == nullptr) return false;
+  const char* name = std::strrchr(path, '/');
+  name = name != nullptr ? name + 1 : path;
+  return std::strncmp(name, "libinfinipath", 13) == 0 || std::strncmp(name, "libpsm", 6) == 0;
+}
+
+// Resets to the default action every handler whose code lives in a PSM library, and keeps
+// libfabric from initialising the psm providers (FI_PROVIDER excludes them) unless the user
+// chose providers with FI_PROVIDER or asked for a psm one with PLEXUS_FI_PROVIDER. Runs once,
+// when libplexus is loaded: after the constructors of libfabric's libraries (ELF runs a
+// library's dependencies first), before main and before any fi_getinfo of this process.
+void contain_psm_signal_handlers() {
+  for (int signo : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) {
+    struct sigaction current {};
+    if (sigaction(signo, nullptr, &current) != 0) continue;
+    void* code = (current.sa_flags & SA_SIGINFO) != 0
+                     ? reinterpret_cast<void*>(current.sa_sigaction)
+                     : reinterpret_cast<void*>(current.sa_handler);
+    if (code == reinterpret_cast<void*>(SIG_DFL) || code == reinterpret_cast<void*>(SIG_IGN)) {
+      continue;
+    }
+    Dl_info where {};
+    if (dladdr(code, &where) != 0 && is_psm_library(where.dli_fname)) {
+      struct sigaction fallback {};
+      fallback.sa_handler = SIG_DFL;
+      sigemptyset(&fallback.sa_mask);
+      sigaction(signo, &fallback, nullptr);
+    }
+  }
+  const char* forced = std::getenv("PLEXUS_FI_PROVIDER");
+  if (std::getenv("FI_PROVIDER") == nullptr &&
+      (forced == nullptr || std::strstr(forced, "psm") == nullptr)) {
+    setenv("FI_PROVIDER", "^psm,psm2,psm3", 0);
+  }
+}
+
+[[maybe_unused]] const bool g_psm_contained = (contain_psm_signal_handlers(), true);
 
 bool is_loopback(const fi_info* info) {
   if (info->addr_format == FI_SOCKADDR_IN && info->src_addr) {
