@@ -18,7 +18,15 @@ std::optional<uint32_t> number(std::string_view text, size_t* pos) {
 }  // namespace
 
 std::optional<uint32_t> cpu_list_size(std::string_view text) {
+  auto ranges = cpu_list_ranges(text);
+  if (!ranges) return std::nullopt;
   uint32_t total = 0;
+  for (const auto& [first, last] : *ranges) total += last - first + 1;
+  return total;
+}
+
+std::optional<std::vector<std::pair<uint32_t, uint32_t>>> cpu_list_ranges(std::string_view text) {
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
   size_t pos = 0;
   std::optional<uint32_t> previous_last;
   while (pos < text.size()) {
@@ -33,13 +41,13 @@ std::optional<uint32_t> cpu_list_size(std::string_view text) {
     }
     if (previous_last && *first <= *previous_last) return std::nullopt;
     previous_last = last;
-    total += last - *first + 1;
+    ranges.emplace_back(*first, last);
     if (pos < text.size()) {
       if (text[pos] != ',' || pos + 1 == text.size()) return std::nullopt;
       ++pos;
     }
   }
-  return total;
+  return ranges;
 }
 
 }  // namespace plexus::topology

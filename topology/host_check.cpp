@@ -1,5 +1,7 @@
 #include "topology/host_check.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -33,6 +35,30 @@ std::optional<HostProblem> first_duplicate(std::string_view list, std::string_vi
   return std::nullopt;
 }
 
+// No CPU in two NUMA nodes' cpus (each list is valid by now): the later node is named.
+std::optional<HostProblem> check_cpus_disjoint(const HostTopology& h) {
+  std::map<uint32_t, std::pair<uint32_t, size_t>> taken;  // first -> (last, node index)
+  for (size_t i = 0; i < h.numa_nodes.size(); ++i) {
+    auto ranges = cpu_list_ranges(h.numa_nodes[i].cpus);
+    if (!ranges) continue;
+    for (const auto& [first, last] : *ranges) {
+      auto next = taken.upper_bound(last);  // ranges starting after ours cannot overlap
+      if (next != taken.begin()) {
+        auto prev = std::prev(next);
+        if (prev->second.first >= first) {
+          const uint32_t cpu = std::max(first, prev->first);
+          return HostProblem{at("numa_nodes", i, "cpus"),
+                             "cpu " + std::to_string(cpu) + " is also in numa_nodes[" +
+                                 std::to_string(prev->second.second) + "].cpus (\"" +
+                                 h.numa_nodes[prev->second.second].cpus + "\")"};
+        }
+      }
+      taken.emplace(first, std::make_pair(last, i));
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<HostProblem> check_counts(const HostTopology& h) {
   if (h.numa_nodes.empty())
     return HostProblem{"numa_nodes", "expected at least one NUMA node, got []"};
@@ -55,7 +81,7 @@ std::optional<HostProblem> check_counts(const HostTopology& h) {
                          "\"" + n.cpus + "\" lists " + std::to_string(*listed) +
                              " CPUs, but pus is " + std::to_string(n.pus)};
   }
-  return std::nullopt;
+  return check_cpus_disjoint(h);
 }
 
 std::optional<HostProblem> check_unique(const HostTopology& h) {

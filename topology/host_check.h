@@ -15,7 +15,8 @@ struct HostProblem {
 };
 
 // The first of, in this order: no NUMA node; a package or NUMA node with fewer PUs than cores;
-// a NUMA node's cpus that is not a cpulist or does not list `pus` CPUs; an os_index, PCI bus id
+// a NUMA node's cpus that is not a cpulist or does not list `pus` CPUs; a CPU in the cpus of two
+// NUMA nodes; an os_index, PCI bus id
 // or NIC name used twice; a NUMA node's package, or a device's numa_node, that names nothing
 // (other than kNoNuma); an NVLink to a GPU that is not one of the host's. nullopt if none.
 std::optional<HostProblem> check_host(const HostTopology& host);

@@ -1,6 +1,7 @@
 #include "topology/host_topology.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace plexus::topology {
@@ -41,14 +42,22 @@ uint64_t HostTopology::network_mbit_per_s() const {
   for (const Nic& nic : nics) {
     if (!nic.speed_mbit_per_s) continue;
     if (nic.pci_bus_id.empty()) {
-      off_pci += *nic.speed_mbit_per_s;
+      off_pci = off_pci > std::numeric_limits<uint64_t>::max() - *nic.speed_mbit_per_s
+                    ? std::numeric_limits<uint64_t>::max()
+                    : off_pci + *nic.speed_mbit_per_s;
     } else {
       uint64_t& speed = per_device[nic.pci_bus_id];
       speed = std::max(speed, *nic.speed_mbit_per_s);
     }
   }
-  for (const auto& [bus_id, speed] : per_device) off_pci += speed;
-  return off_pci;
+  // Saturates: a file may give speeds whose sum overflows (the reader takes any uint64).
+  const auto add = [](uint64_t a, uint64_t b) {
+    return b > std::numeric_limits<uint64_t>::max() - a ? std::numeric_limits<uint64_t>::max()
+                                                        : a + b;
+  };
+  uint64_t total = 0;
+  for (const auto& [bus_id, speed] : per_device) total = add(total, speed);
+  return add(total, off_pci);
 }
 
 bool HostTopology::same_hardware(const HostTopology& other) const {

@@ -126,7 +126,8 @@ struct HostTopology {
   const NumaNode* find_numa_node(int os_index) const;      // nullptr if none
   const Gpu* find_gpu(std::string_view pci_bus_id) const;  // nullptr if none
   // Sum of the NICs' known speeds, counting each PCI device once (a NIC seen both as a network
-  // interface and as a verbs device is one link), in 10^6 bit/s.
+  // interface and as a verbs device is one link), in 10^6 bit/s. Saturates at UINT64_MAX rather
+  // than overflow (a file may give any speed).
   uint64_t network_mbit_per_s() const;
   // The same hardware: equal in everything but host_id, hostname and description.
   bool same_hardware(const HostTopology& other) const;

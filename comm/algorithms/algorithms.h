@@ -16,6 +16,11 @@
 // Where ranks run: args.hosts (host_layout.h), set by the communicator; NULL means every rank
 // on one host. Only the hierarchical algorithms read it; the others ignore it.
 //
+// Peer memory: args.peers (comm/transport/peer_memory/peer_memory.h), set by the communicator
+// when all its ranks share one host and the segment could be made (PLEXUS_SHM=1, the default);
+// NULL otherwise. Only the shm_* algorithms read it; without it they run the flat algorithm
+// named beside each below.
+//
 // Ops: args.op is one of PLX_SUM, PLX_PROD, PLX_MIN, PLX_MAX, PLX_AVG. PLX_AVG reduces as a sum
 // and divides once by n at the end (divide_by in comm/reduce/reduce.h). The pre-multiplied sum
 // is turned into PLX_SUM before an algorithm runs (the C ABI scales the input first).
@@ -52,6 +57,7 @@
 namespace plexus::comm {
 
 struct HostLayout;  // host_layout.h
+class PeerMemory;   // comm/transport/peer_memory/peer_memory.h
 
 enum class Collective {
   Allreduce,
@@ -84,6 +90,9 @@ struct CollArgs {
   size_t chunk_bytes = size_t{1} << 20;
   // The communicator's hosts (the hierarchical algorithms); NULL: one host. Not owned.
   const HostLayout* hosts = nullptr;
+  // The staging buffers shared by the ranks of this host (the shm_* algorithms); NULL: none.
+  // Not owned; the algorithms advance its piece counter.
+  PeerMemory* peers = nullptr;
 };
 
 using AlgorithmFn = plx_result_t (*)(Transport& transport, uint64_t tag_base,
@@ -109,6 +118,9 @@ plx_result_t double_binary_tree_allreduce(Transport& transport, uint64_t tag_bas
 // hosts along its lane, allgather inside each host (NCCL's and Horovod's hierarchical scheme).
 plx_result_t hierarchical_allreduce(Transport& transport, uint64_t tag_base,
                                     const CollArgs& args);
+// shm_allreduce.cpp: every rank reduces its 1/n of each piece straight from its peers' staging
+// buffers, then copies the reduced parts out (peer memory; without it: ring_allreduce).
+plx_result_t shm_allreduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- reduce ------------------------------------------------------------------------------
 // binomial_reduce.cpp: binomial tree towards the root, pipelined in chunks for large messages.
@@ -119,6 +131,8 @@ plx_result_t ring_reduce(Transport& transport, uint64_t tag_base, const CollArgs
 // hierarchical_reduce.cpp: a binomial tree inside each host towards the host's leader, then a
 // chain (binomial for one slice) of the hosts' leaders towards the root, pipelined in slices.
 plx_result_t hierarchical_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// shm_reduce.cpp: shm_allreduce's reduction, the root alone copying out (else ring_reduce).
+plx_result_t shm_reduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- broadcast ---------------------------------------------------------------------------
 // broadcast.cpp: binomial tree, and pipelined chain.
@@ -131,6 +145,9 @@ plx_result_t scatter_allgather_broadcast(Transport& transport, uint64_t tag_base
 // root's lane, then a binomial tree inside each host, pipelined in slices.
 plx_result_t hierarchical_broadcast(Transport& transport, uint64_t tag_base,
                                     const CollArgs& args);
+// shm_broadcast.cpp: the root stages pieces, the others copy them from its buffer (peer
+// memory; without it: scatter_allgather_broadcast).
+plx_result_t shm_broadcast(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- reduce-scatter ----------------------------------------------------------------------
 // ring_reduce_scatter.cpp: n-1 steps around the ring, pipelined in chunks.
@@ -142,6 +159,9 @@ plx_result_t recursive_halving_reduce_scatter(Transport& transport, uint64_t tag
 // between hosts (Traeff & Hunold's full-lane reduce-scatter).
 plx_result_t hierarchical_reduce_scatter(Transport& transport, uint64_t tag_base,
                                          const CollArgs& args);
+// shm_reduce_scatter.cpp: each rank stages every block's piece and reduces its own block from
+// the peers' buffers (peer memory; without it: ring_reduce_scatter).
+plx_result_t shm_reduce_scatter(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- allgather ---------------------------------------------------------------------------
 // ring_allgather.cpp: n-1 steps around the ring, pipelined in chunks.
@@ -152,6 +172,9 @@ plx_result_t bruck_allgather(Transport& transport, uint64_t tag_base, const Coll
 // (Traeff & Hunold's full-lane allgather).
 plx_result_t hierarchical_allgather(Transport& transport, uint64_t tag_base,
                                     const CollArgs& args);
+// shm_allgather.cpp: each rank stages its block's pieces, the others copy them straight into
+// their recvbuf (peer memory; without it: ring_allgather).
+plx_result_t shm_allgather(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- all-to-all --------------------------------------------------------------------------
 // pairwise_alltoall.cpp: n-1 direct exchanges, step s with rank r+s / r-s (also alltoallv).

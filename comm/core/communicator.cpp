@@ -9,7 +9,9 @@
 //   5. the host layout (hosts in order of first rank, local ranks, rails) from the host ids, and
 //      the cost model's parameters: rank 0's cached or measured ones (both levels when the ranks
 //      span hosts), shared with every rank; round 2 waits for all, then the rendezvous
-//      connection goes to its liveness watcher.
+//      connection goes to its liveness watcher;
+//   6. before round 2, the peer-memory segment when every rank is on this host
+//      (communicator_peers.cpp).
 // Split communicators are made in communicator_split.cpp.
 #include "comm/core/communicator.h"
 
@@ -26,6 +28,7 @@
 #include "comm/core/config.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
+#include "comm/core/pinning.h"
 #include "comm/core/run_task.h"
 #include "comm/transport/ofi/ofi_transport.h"
 #include "comm/transport/ofi/provider_select.h"
@@ -175,6 +178,7 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
     PLX_CHECK(load_or_measure(*comm->transport, comm->next_tag_base(), my_host, &comm->hosts,
                               &comm->cost));
   }
+  PLX_CHECK(open_peer_memory(comm.get()));
   if (rendezvous) {
     std::vector<Bytes> ready;
     PLX_CHECK(comm->rendezvous->allgather(2, Bytes{}, &ready));
@@ -203,6 +207,7 @@ plx_result_t finish_setup(plx_comm* comm) {
   comm->hosts = host_layout(comm->host_ids);
   comm->cost_shape = cost_shape(comm->hosts);
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
+  PLX_CHECK(pin_progress_thread(comm));
   return PLX_SUCCESS;
 }
 

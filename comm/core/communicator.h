@@ -19,6 +19,7 @@
 #include "comm/bootstrap/unique_id.h"
 #include "comm/core/async_state.h"
 #include "comm/core/executor.h"
+#include "comm/transport/peer_memory/peer_memory.h"
 #include "comm/transport/tag.h"
 #include "comm/transport/transport.h"
 #include "comm/tuning/algo_override.h"
@@ -44,6 +45,9 @@ struct plx_comm {
   std::unique_ptr<plexus::bootstrap::RendezvousServer> server;  // when this process runs it
   std::unique_ptr<plexus::bootstrap::RendezvousClient> rendezvous;  // world communicators only
   std::unique_ptr<plexus::comm::Transport> transport;
+  // Staging buffers shared with the other ranks when all are on this host (the shm algorithms,
+  // CollArgs::peers); NULL otherwise. Made by open_peer_memory.
+  std::unique_ptr<plexus::comm::PeerMemory> peers;
   std::unique_ptr<plexus::comm::Executor> executor;
 
   // Algorithm choice: shared cost parameters (rank 0's), and PLEXUS_ALGO / set_algorithm.
@@ -106,5 +110,10 @@ void abort_communicator(plx_comm* comm);
 // the point-to-point counters, PLEXUS_CHECK_ARGS, and the host layout and cost shape built from
 // host_ids (which must be set, one per rank).
 plx_result_t finish_setup(plx_comm* comm);
+
+// Collective over comm once every rank can receive (communicator_peers.cpp): when every rank
+// runs on this host, the peer-memory segment of the shm algorithms, with slots of chunk_bytes
+// (PLEXUS_SHM=0 on any rank: none, on every rank), and cost_shape.peer_memory to match.
+plx_result_t open_peer_memory(plx_comm* comm);
 
 }  // namespace plexus::comm

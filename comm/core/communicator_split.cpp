@@ -8,7 +8,8 @@
 //   3. each member opens a new endpoint like the parent's (Transport::open_sibling);
 //   4. the endpoint addresses go round the same way (their lengths first, then the bytes), and
 //      each member connects to the addresses of its color;
-//   5. a barrier on the new endpoint, so no member sends before every member has connected.
+//   5. a barrier on the new endpoint, so no member sends before every member has connected;
+//   6. a child whose members share a host makes its peer-memory segment (communicator_peers.cpp).
 // The child's AsyncState has the parent's as its parent: a peer lost on the parent's liveness
 // channel fails the child's calls too.
 #include <fmt/format.h>
@@ -120,6 +121,7 @@ plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
   if (size > 1) {
     PLX_CHECK(dissemination_barrier(*child->transport, child->next_tag_base(), CollArgs{}));
   }
+  PLX_CHECK(open_peer_memory(child.get()));  // a child on one host gets its own segment
   log_message(LogLevel::Info, "split: color {} key {}: rank {} of {} (parent rank {} of {})",
               color, key, rank, size, parent->rank, n);
   *out = child.release();

@@ -54,6 +54,10 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_CHUNK_BYTES", ConfigType::Bytes, "1M",
    "Pipelining slice of the collective algorithms: the largest message the ring, chain, tree and "
    "halving/doubling algorithms cut a buffer into."},
+  {"PLEXUS_SHM", ConfigType::Integer, "1",
+   "1: ranks of a communicator that all share a host map one shared-memory segment of staging "
+   "buffers (2 x PLEXUS_CHUNK_BYTES per rank) and the cost model may pick the shm algorithms. "
+   "0 on any rank: no segment (the shm algorithms, if forced, run their flat fallback)."},
   {"PLEXUS_DEBUG", ConfigType::LogLevel, "WARN",
    "Log level on stderr: WARN, INFO (decisions and errors) or TRACE (every message)."},
   {"PLEXUS_HOST_ID", ConfigType::String, "",
@@ -64,6 +68,10 @@ constexpr ConfigVariable kVariables[] = {
    "it; a cluster file's host is chosen by PLEXUS_HOST_ID. See docs/topology.md."},
   {"PLEXUS_TOPO_DUMP_FILE", ConfigType::String, "",
    "Writes the discovered topology (Plexus JSON) to this file."},
+  {"PLEXUS_PIN", ConfigType::String, "",
+   "Pins each communicator's progress thread through hwloc: \"none\", \"numa\" (the NUMA node "
+   "of the rank's local rank, or the process's own cpus when it is already bound) or \"core\" "
+   "(one core per local rank). Unset: numa unless the process is bound to fewer cpus."},
   {"PLEXUS_ALGO", ConfigType::String, "",
    "Forces algorithms, e.g. \"allreduce:ring,broadcast:binomial\" (collective:algorithm, "
    "comma-separated; <collective>:auto or unset = chosen by the cost model). Names: "

@@ -1,6 +1,8 @@
 // executor.cpp - see executor.h.
 #include "comm/core/executor.h"
 
+#include <pthread.h>
+
 #include <utility>
 #include <vector>
 
@@ -38,7 +40,7 @@ plx_result_t Executor::run_now(const std::shared_ptr<Task>& task) {
     }
     if (busy_ || !queue_.empty()) {
       queue_.push_back(task);
-      if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+      start_worker();
       cv_.notify_all();
       lock.unlock();
       return task->wait();
@@ -62,12 +64,29 @@ void Executor::submit(std::shared_ptr<Task> task) {
     return;
   }
   queue_.push_back(std::move(task));
-  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  start_worker();
   cv_.notify_all();
+}
+
+void Executor::set_start_hook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  start_hook_ = std::move(hook);
+}
+
+void Executor::start_worker() {
+  if (worker_.joinable()) return;
+  worker_ = std::thread([this] { worker_loop(); });
+  pthread_setname_np(worker_.native_handle(), "plx-progress");
 }
 
 void Executor::worker_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (start_hook_) {
+    std::function<void()> hook = start_hook_;
+    lock.unlock();
+    hook();
+    lock.lock();
+  }
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || (!busy_ && !queue_.empty()); });
     if (stopping_) return;

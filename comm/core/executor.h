@@ -7,6 +7,9 @@
 // task runs, the transport's own wait loop yields and sleeps when idle.
 //
 // The transport is used by one thread at a time: whichever runs the current task.
+//
+// The progress thread is named "plx-progress" (as /proc/<pid>/task/<tid>/comm shows it) and runs
+// the start hook, if one is set, before its first task: pinning.h pins it there.
 #pragma once
 
 #include <condition_variable>
@@ -37,11 +40,16 @@ class Executor {
   void drain();
   // Stops the progress thread after the running task; queued tasks finish with `code`.
   void stop(plx_result_t code, const std::string& message);
+  // Runs `hook` on the progress thread when it starts (before any task). Set it before the first
+  // submit; a thread already started does not run it.
+  void set_start_hook(std::function<void()> hook);
 
  private:
   void worker_loop();
+  void start_worker();  // with mutex_ held
 
   std::function<void(Task&)> run_;
+  std::function<void()> start_hook_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Task>> queue_;

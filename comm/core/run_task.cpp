@@ -110,6 +110,7 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   CollArgs& a = op.args;
   a.chunk_bytes = comm->chunk_bytes;
   a.hosts = &comm->hosts;  // the hierarchical algorithms' layout
+  a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
   comm->last_algorithm =

@@ -6,11 +6,12 @@
 // (the communicator's dispatch), so this file links no algorithm.
 //
 //   collective       algorithms
-//   allreduce        ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical
-//   reduce           binomial, ring, hierarchical
-//   broadcast        binomial, chain, scatter_allgather, hierarchical
-//   reduce_scatter   ring, recursive_halving, hierarchical
-//   allgather        ring, bruck, hierarchical
+//   allreduce        ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical,
+//                    shm
+//   reduce           binomial, ring, hierarchical, shm
+//   broadcast        binomial, chain, scatter_allgather, hierarchical, shm
+//   reduce_scatter   ring, recursive_halving, hierarchical, shm
+//   allgather        ring, bruck, hierarchical, shm
 //   alltoall         pairwise, bruck
 //   alltoallv        pairwise
 //   gather           linear, binomial
@@ -19,6 +20,8 @@
 //
 // The hierarchical (two-level, host-aware) algorithms come last in each list: on one host they
 // degenerate to a flat algorithm listed before them, which therefore wins the cost model's ties.
+// The peer-memory (shm) algorithms come after them: the cost model predicts them only for a
+// communicator whose ranks share one host and a peer-memory segment (CostShape::peer_memory).
 #pragma once
 
 #include <cstddef>
@@ -37,19 +40,24 @@ enum class AlgorithmId {
   AllreduceRecursiveDoubling,
   AllreduceDoubleBinaryTree,
   AllreduceHierarchical,
+  AllreduceShm,
   ReduceBinomial,
   ReduceRing,
   ReduceHierarchical,
+  ReduceShm,
   BroadcastBinomial,
   BroadcastChain,
   BroadcastScatterAllgather,
   BroadcastHierarchical,
+  BroadcastShm,
   ReduceScatterRing,
   ReduceScatterRecursiveHalving,
   ReduceScatterHierarchical,
+  ReduceScatterShm,
   AllgatherRing,
   AllgatherBruck,
   AllgatherHierarchical,
+  AllgatherShm,
   AlltoallPairwise,
   AlltoallBruck,
   AlltoallvPairwise,

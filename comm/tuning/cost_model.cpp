@@ -29,7 +29,8 @@
 //          IJPP 17(1), 1988 (dissemination).
 //   [NCCL] NVIDIA NCCL, src/graph/tuning.cc: a ring or tree that spans nodes runs at the
 //          network's bandwidth, the slowest link it crosses (the two-level charge above).
-//   The hierarchical algorithms' formulas are in hierarchical_cost.cpp.
+//   The hierarchical algorithms' formulas are in hierarchical_cost.cpp, the peer-memory (shm)
+//   ones in shm_cost.cpp.
 #include "comm/tuning/cost_model.h"
 
 #include <fmt/format.h>
@@ -40,6 +41,7 @@
 
 #include "comm/tuning/cost_terms.h"
 #include "comm/tuning/hierarchical_cost.h"
+#include "comm/tuning/shm_cost.h"
 
 namespace plexus::comm {
 namespace {
@@ -365,6 +367,17 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
                                .shared_link = links};
       return hierarchical_seconds(algorithm, x, shape, two, chunk_bytes);
     }
+    case AlgorithmId::AllreduceShm:
+    case AlgorithmId::ReduceShm:
+    case AlgorithmId::BroadcastShm:
+    case AlgorithmId::ReduceScatterShm:
+    case AlgorithmId::AllgatherShm:
+      // Without a segment they run (and cost) their flat fallback, listed before them.
+      if (!shape.peer_memory || shape.multi_host()) {
+        return predict_seconds(shm_fallback(algorithm), bytes, shape, params, chunk_bytes);
+      }
+      return shm_seconds(algorithm, x, nranks, params.alpha_s, params.gamma_s_per_byte,
+                         chunk_bytes);
     case AlgorithmId::kCount: break;
   }
   return 0;

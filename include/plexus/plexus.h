@@ -243,7 +243,9 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  * full exchanges, for small counts), double_binary_tree (Sanders, Speck & Traeff 2009) and
  * hierarchical (ranks grouped by host: ring reduce-scatter inside each host, ring allreduce of
  * each block across hosts along its lane, ring allgather inside each host; uneven hosts work;
- * chosen when the communicator spans hosts and the network is the bottleneck).
+ * chosen when the communicator spans hosts and the network is the bottleneck) and shm (ranks on
+ * one host: each rank reduces its 1/n of the buffer straight from its peers' slots of a shared
+ * segment, then copies the others' results; docs/algorithms.md).
  */
 plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
@@ -254,7 +256,8 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
  * (others may pass NULL). In place on the root when sendbuf == recvbuf.
  * Algorithms: binomial tree (pipelined in chunks) and ring (ring reduce-scatter, then the
  * segments gathered at the root; Rabenseifner 2004) and hierarchical (inside each host, then
- * along the root's lane across hosts).
+ * along the root's lane across hosts) and shm (one host: the root reads its peers' slots of
+ * the shared segment).
  */
 plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
                         plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
@@ -264,7 +267,8 @@ plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
  * Broadcast: every rank's recvbuf receives `count` elements of the root's sendbuf. sendbuf is
  * read only on the root (others may pass NULL); in place on the root when sendbuf == recvbuf.
  * Algorithms: binomial tree, pipelined chain, scatter then ring allgather (van de Geijn), and
- * hierarchical (across hosts along the root's lane, then inside each host).
+ * hierarchical (across hosts along the root's lane, then inside each host) and shm (one host:
+ * every rank copies from the root's slot of the shared segment).
  */
 plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, int root, plx_comm_t comm, void* stream);
@@ -274,7 +278,8 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
  * op over ranks of sendbuf[r * recvcount + i]. In place when
  * recvbuf == sendbuf + r * recvcount elements.
  * Algorithms: ring (n-1 steps, pipelined), recursive_halving (Thakur et al. 2005) and
- * hierarchical (inside each host, then along lanes across hosts).
+ * hierarchical (inside each host, then along lanes across hosts) and shm (one host: each rank
+ * reduces its block from its peers' slots of the shared segment).
  */
 plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                 plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
@@ -284,7 +289,8 @@ plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvc
  * Allgather: recvbuf holds n * sendcount elements; block j (elements j*sendcount ..) is rank
  * j's sendbuf, on every rank. In place when sendbuf == recvbuf + r * sendcount elements.
  * Algorithms: ring (pipelined), bruck (Bruck et al., IEEE TPDS 8(11), 1997) and hierarchical
- * (along lanes across hosts, then inside each host; Traeff & Hunold's full-lane scheme).
+ * (along lanes across hosts, then inside each host; Traeff & Hunold's full-lane scheme) and
+ * shm (one host: every rank copies its peers' blocks from the shared segment).
  */
 plx_result_t plx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
                            plx_datatype_t datatype, plx_comm_t comm, void* stream);

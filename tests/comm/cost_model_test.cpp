@@ -94,11 +94,11 @@ TEST(AlgorithmIdTest, EveryAlgorithmIsFoundByNameBothWays) {
 
 TEST(AlgorithmIdTest, EachCollectiveListsItsAlgorithmsInOrder) {
   EXPECT_EQ(algorithm_names(C::Allreduce), "ring, rabenseifner, recursive_doubling, "
-                                           "double_binary_tree, hierarchical");
-  EXPECT_EQ(algorithm_names(C::Reduce), "binomial, ring, hierarchical");
-  EXPECT_EQ(algorithm_names(C::Broadcast), "binomial, chain, scatter_allgather, hierarchical");
-  EXPECT_EQ(algorithm_names(C::ReduceScatter), "ring, recursive_halving, hierarchical");
-  EXPECT_EQ(algorithm_names(C::Allgather), "ring, bruck, hierarchical");
+                                           "double_binary_tree, hierarchical, shm");
+  EXPECT_EQ(algorithm_names(C::Reduce), "binomial, ring, hierarchical, shm");
+  EXPECT_EQ(algorithm_names(C::Broadcast), "binomial, chain, scatter_allgather, hierarchical, shm");
+  EXPECT_EQ(algorithm_names(C::ReduceScatter), "ring, recursive_halving, hierarchical, shm");
+  EXPECT_EQ(algorithm_names(C::Allgather), "ring, bruck, hierarchical, shm");
   EXPECT_EQ(algorithm_names(C::Alltoall), "pairwise, bruck");
   EXPECT_EQ(algorithm_names(C::Alltoallv), "pairwise");
   EXPECT_EQ(algorithm_names(C::Gather), "linear, binomial");
@@ -315,7 +315,7 @@ TEST(AlgoOverrideTest, ErrorsNameTheTokenAndTheValidChoices) {
                          "alltoall, alltoallv, gather, scatter, barrier"}},
       {"broadcast:binomial, allreduce:bruck",
        {"item 'allreduce:bruck'", "'bruck' is not an algorithm of allreduce",
-        "valid: ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical, "
+        "valid: ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical, shm, "
         "auto"}},
       {"alltoall:ring", {"valid: pairwise, bruck, auto"}},
       {"allreduce:ring,allreduce:rabenseifner", {"allreduce is already set to ring"}},

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
 
 #include "tests/support/temp_dir.h"
@@ -277,6 +278,37 @@ TEST(Malformed, BadValuesAndReferences) {
             "t.json: hosts[1]: host id \"a-1\" is already used by hosts[0]");
 }
 
+TEST(Malformed, ACpuInTwoNumaNodesIsRefused) {
+  // Node 1 lists cpu 3, which node 0 ("0-3") already has: the later node is named.
+  EXPECT_EQ(parse_error(cluster_with(
+                R"("numa_nodes": [{"os_index": 0, "memory_bytes": 1, "cores": 4, "pus": 4, "cpus": "0-3"},
+                                  {"os_index": 1, "memory_bytes": 1, "cores": 2, "pus": 2, "cpus": "3-4"}])")),
+            "t.json: hosts[0].numa_nodes[1].cpus: cpu 3 is also in numa_nodes[0].cpus (\"0-3\")");
+  // Interleaved but disjoint lists are fine; an overlap inside a later range is found too.
+  EXPECT_EQ(parse_error(cluster_with(
+                R"("numa_nodes": [{"os_index": 0, "memory_bytes": 1, "cores": 2, "pus": 2, "cpus": "0,8"},
+                                  {"os_index": 1, "memory_bytes": 1, "cores": 4, "pus": 7, "cpus": "1-3,6-9"}])")),
+            "t.json: hosts[0].numa_nodes[1].cpus: cpu 8 is also in numa_nodes[0].cpus (\"0,8\")");
+  ClusterTopology ok;
+  std::string error;
+  EXPECT_EQ(parse_topology_json(cluster_with(
+                R"("numa_nodes": [{"os_index": 0, "memory_bytes": 1, "cores": 2, "pus": 2, "cpus": "0,8"},
+                                  {"os_index": 1, "memory_bytes": 1, "cores": 2, "pus": 2, "cpus": "1-2"}])"),
+                "t.json", &ok, &error),
+            PLX_SUCCESS)
+      << error;
+}
+
+TEST(NetworkTotal, SaturatesInsteadOfOverflowing) {
+  HostTopology h;
+  h.nics.push_back(Nic{"a", NicKind::Efa, "0000:01:00.0", kNoNuma, UINT64_MAX - 5});
+  h.nics.push_back(Nic{"b", NicKind::Efa, "0000:02:00.0", kNoNuma, 100});
+  h.nics.push_back(Nic{"c", NicKind::Network, "", kNoNuma, 100});
+  EXPECT_EQ(h.network_mbit_per_s(), UINT64_MAX);
+  h.nics[0].speed_mbit_per_s = 1000;
+  EXPECT_EQ(h.network_mbit_per_s(), 1200u);  // a bus id counted once, off-PCI NICs added
+}
+
 TEST(Malformed, LongAndDeepValuesAreCut) {
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(parse_error(R"({"plexus_topology": 1, "hosts": [)" + deep + "]}"),
@@ -367,6 +399,10 @@ TEST(CpuList, Sizes) {
   EXPECT_EQ(cpu_list_size("0-3,2"), std::nullopt);
   EXPECT_EQ(cpu_list_size("0,"), std::nullopt);
   EXPECT_EQ(cpu_list_size("a"), std::nullopt);
+  using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+  EXPECT_EQ(cpu_list_ranges("0-23,48-71"), (Ranges{{0, 23}, {48, 71}}));
+  EXPECT_EQ(cpu_list_ranges("5"), (Ranges{{5, 5}}));
+  EXPECT_EQ(cpu_list_ranges("0-3,2"), std::nullopt);
 }
 
 }  // namespace

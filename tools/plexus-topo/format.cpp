@@ -50,6 +50,45 @@ std::string format_ranks(const std::vector<int>& ranks) {
   return s;
 }
 
+std::string format_seconds(double seconds) {
+  char buf[32];
+  const double us = seconds * 1e6;
+  if (us < 1000)
+    std::snprintf(buf, sizeof(buf), "%.*f us", us < 10 ? 2 : us < 100 ? 1 : 0, us);
+  else if (us < 1e6)
+    std::snprintf(buf, sizeof(buf), "%.*f ms", us < 1e4 ? 2 : us < 1e5 ? 1 : 0, us / 1e3);
+  else
+    std::snprintf(buf, sizeof(buf), "%.2f s", seconds);
+  return buf;
+}
+
+std::string format_gbs(double bytes_per_second) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", bytes_per_second / 1e9);
+  return buf;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string pci_class_name(uint16_t class_id) {
   switch (class_id) {
     case 0x0200:

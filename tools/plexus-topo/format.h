@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace plexus::topo_tool {
@@ -16,6 +17,16 @@ std::string format_mbit(uint64_t mbit_per_s);
 
 // Ranks as ranges and strides: "0-7", "0 8 16 ... 1016 (every 8)", "0 1 3".
 std::string format_ranks(const std::vector<int>& ranks);
+
+// Seconds as "12.1 us", "3.52 ms", "1.20 s" (three significant digits).
+std::string format_seconds(double seconds);
+
+// Bytes per second as GB/s (10^9), two decimals: "12.34".
+std::string format_gbs(double bytes_per_second);
+
+// `text` with control characters (below 0x20, and 0x7f) and backslashes escaped as \n, \t,
+// \\ or \xNN, so that a name read from a file cannot break or rewrite the printout.
+std::string printable(std::string_view text);
 
 // The PCI base class in words ("bridge", "network", "3D controller"), "" if not in the table.
 std::string pci_class_name(uint16_t class_id);

@@ -3,7 +3,12 @@
 //   plexus-topo                           this host, discovered (or PLEXUS_TOPO_FILE)
 //   plexus-topo --topo-file p5.json       a topology file: our JSON, or hwloc XML
 //   plexus-topo --json                    the same as a topology document
-//   plexus-topo --ranks 16 --ranks-per-host 8   the grouping of a 16-rank communicator
+//   plexus-topo --ranks 16 --ranks-per-host 8   the grouping of a 16-rank communicator, and
+//                                         the cost model's choice per collective and size
+//   plexus-topo --topo-file p5-x128.json --simulate [--format json]
+//                                         every allreduce algorithm's predicted time and busbw
+// With PLEXUS_TOPO_DUMP_FILE set, the topology read or discovered is also written there (as
+// --json prints it).
 // Exit status: 0 done, 2 bad arguments or a malformed file, 1 anything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -14,6 +19,8 @@
 #include "tools/plexus-topo/print_collectives.h"
 #include "tools/plexus-topo/print_groups.h"
 #include "tools/plexus-topo/print_tree.h"
+#include "tools/plexus-topo/simulate.h"
+#include "tools/plexus-topo/size_list.h"
 #include "topology/rank_fill.h"
 #include "topology/rank_groups.h"
 #include "topology/topology_file.h"
@@ -45,6 +52,11 @@ plx_result_t load(const std::string& file, ClusterTopology* cluster, std::string
   return rc;
 }
 
+std::string json_text(const ClusterTopology& cluster) {
+  return cluster.hosts.size() == 1 && cluster.description.empty() ? to_json_text(cluster.hosts[0])
+                                                                  : to_json_text(cluster);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,6 +65,10 @@ int main(int argc, char** argv) {
   bool list_pci = false;
   int nranks = 0;
   int per_host = 0;
+  bool simulate = false;
+  std::string format = "text";
+  std::string sizes_text;
+  std::string chunk_text = "1M";
   CLI::App app{
       "plexus-topo: the topology of this host or of a topology file, and how a "
       "communicator's ranks group on it"};
@@ -66,25 +82,61 @@ int main(int argc, char** argv) {
   app.add_option("--ranks-per-host", per_host,
                  "ranks on each host, filled in order (default: the first host's GPU count)")
       ->check(CLI::Range(1, 1024));
+  app.add_flag("--simulate", simulate,
+               "predict every allreduce algorithm's time and busbw (default: one rank per GPU "
+               "on every host of the topology, sizes 1K to 8G by 2x)");
+  app.add_option("--format", format, "--simulate's output: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--sizes", sizes_text,
+                 "sizes in bytes, comma-separated, K/M/G suffixes (default: 1K to 1G by 4x; "
+                 "with --simulate 1K to 8G by 2x)");
+  app.add_option("--chunk-bytes", chunk_text,
+                 "the cost model's pipelining slice, as PLEXUS_CHUNK_BYTES (default 1M)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  if (per_host != 0 && nranks == 0)
+  if (per_host != 0 && nranks == 0 && !simulate)
     return fail(PLX_ERROR_INVALID_ARGUMENT, "--ranks-per-host needs --ranks");
 
+  if (format != "text" && !simulate)
+    return fail(PLX_ERROR_INVALID_ARGUMENT, "--format " + format + " needs --simulate");
+  std::string error;
+  std::vector<uint64_t> sizes =
+      simulate ? plexus::topo_tool::geometric_sizes(1024, uint64_t{8} << 30, 2)
+               : plexus::topo_tool::geometric_sizes(1024, uint64_t{1} << 30, 4);
+  if (!sizes_text.empty() && !plexus::topo_tool::parse_size_list(sizes_text, &sizes, &error))
+    return fail(PLX_ERROR_INVALID_ARGUMENT, error);
+  std::vector<uint64_t> chunk;
+  if (!plexus::topo_tool::parse_size_list(chunk_text, &chunk, &error) || chunk.size() != 1)
+    return fail(PLX_ERROR_INVALID_ARGUMENT,
+                "--chunk-bytes: \"" + chunk_text + "\" is not one byte count in 1..1T");
+  const char* cost_model_env = std::getenv("PLEXUS_COST_MODEL");
+  const std::string cost_model = cost_model_env != nullptr ? cost_model_env : "";
+
   ClusterTopology cluster;
-  std::string origin, error;
+  std::string origin;
   if (plx_result_t rc = load(file, &cluster, &origin, &error); rc != PLX_SUCCESS)
     return fail(rc, error);
+  if (const char* dump = std::getenv("PLEXUS_TOPO_DUMP_FILE");
+      dump != nullptr && *dump != '\0' && origin.rfind("discovered", 0) != 0) {
+    // A discovered host was dumped by this_host_topology(); a file read is dumped here.
+    if (plx_result_t rc = write_text_file(dump, json_text(cluster), &error); rc != PLX_SUCCESS)
+      return fail(rc, "PLEXUS_TOPO_DUMP_FILE=" + std::string(dump) + ": " + error);
+  }
   if (json) {
-    std::fputs(cluster.hosts.size() == 1 && cluster.description.empty()
-                   ? to_json_text(cluster.hosts[0]).c_str()
-                   : to_json_text(cluster).c_str(),
-               stdout);
+    std::fputs(json_text(cluster).c_str(), stdout);
     return 0;
+  }
+  if (simulate && nranks == 0) {
+    if (per_host == 0) per_host = static_cast<int>(cluster.hosts.front().gpus.size());
+    nranks = per_host * static_cast<int>(cluster.hosts.size());
+    if (per_host == 0)
+      return fail(PLX_ERROR_INVALID_ARGUMENT, "--simulate needs --ranks-per-host: host " +
+                                                  cluster.hosts.front().host_id +
+                                                  " has no GPUs to count ranks by");
   }
   std::vector<RankLocation> ranks;
   if (nranks > 0) {
@@ -97,6 +149,16 @@ int main(int argc, char** argv) {
       return fail(rc, error);
   }
 
+  if (simulate) {
+    RankGroups groups = group_ranks(ranks);
+    plexus::topo_tool::SimulateOptions options{sizes, static_cast<size_t>(chunk[0]), cost_model,
+                                               format == "json"};
+    if (plx_result_t rc = plexus::topo_tool::print_simulation(stdout, cluster, groups, options,
+                                                              &error);
+        rc != PLX_SUCCESS)
+      return fail(rc, error);
+    return 0;
+  }
   std::printf("source: %s\n", origin.c_str());
   plexus::topo_tool::print_cluster_tree(stdout, cluster, {list_pci});
   if (ranks.empty()) return 0;
@@ -104,6 +166,11 @@ int main(int argc, char** argv) {
   std::printf("\n");
   plexus::topo_tool::print_rank_groups(stdout, cluster, ranks, groups);
   std::printf("\n");
-  plexus::topo_tool::print_collective_choices(stdout, cluster, groups);
+  plexus::topo_tool::CollectiveTableOptions options{sizes, static_cast<size_t>(chunk[0]),
+                                                    cost_model};
+  if (plx_result_t rc =
+          plexus::topo_tool::print_collective_choices(stdout, cluster, groups, options, &error);
+      rc != PLX_SUCCESS)
+    return fail(rc, error);
   return 0;
 }

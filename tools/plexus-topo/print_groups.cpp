@@ -43,14 +43,14 @@ void print_rank_groups(FILE* out, const ClusterTopology& cluster,
   std::fprintf(out, "communicator: %d ranks on %zu host%s, %s\n", g.size(), g.hosts.size(),
                g.hosts.size() == 1 ? "" : "s", shape.c_str());
   for (size_t h = 0; h < g.hosts.size(); ++h)
-    std::fprintf(out, "  host %zu %s: ranks %s\n", h, g.host_ids[h].c_str(),
+    std::fprintf(out, "  host %zu %s: ranks %s\n", h, printable(g.host_ids[h]).c_str(),
                  format_ranks(g.hosts[h]).c_str());
   std::fprintf(out, "  rank  host  local  numa  gpu\n");
   for (int r = 0; r < g.size() && r < kMaxRankRows; ++r) {
     std::string local = std::to_string(g.local_rank[r]) + "/" + std::to_string(g.local_size[r]);
     std::string numa = ranks[r].numa_node == kNoNuma ? "-" : std::to_string(ranks[r].numa_node);
     std::fprintf(out, "  %4d  %4d  %5s  %4s  %s\n", r, g.host_of[r], local.c_str(), numa.c_str(),
-                 ranks[r].gpu_pci_bus_id.empty() ? "-" : ranks[r].gpu_pci_bus_id.c_str());
+                 ranks[r].gpu_pci_bus_id.empty() ? "-" : printable(ranks[r].gpu_pci_bus_id).c_str());
   }
   if (g.size() > kMaxRankRows)
     std::fprintf(out, "  ... (%d more ranks)\n", g.size() - kMaxRankRows);

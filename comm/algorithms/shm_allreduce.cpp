@@ -1,0 +1,73 @@
+// shm_allreduce.cpp - allreduce through peer memory: every rank reads its peers' staging buffers
+// directly (the host analogue of NCCL's NVLink peer-to-peer allreduce; the reduce-scatter +
+// allgather split of Patarasuk & Yuan, JPDC 2009, with loads and stores instead of messages).
+//
+// The vector goes through in pieces of slot_bytes (peer_memory.h), piece g in buffer g % 2, so
+// staging piece g + 1 overlaps peers still reading piece g. Per piece, on rank r of n:
+//
+//   1. stage     copy the piece of sendbuf into r's buffer; publish arrived = g + 1
+//   2. reduce    once every rank has arrived: part r of the piece (piece_part) of every rank's
+//                buffer, reduced into part r of r's own buffer (divided by n for PLX_AVG);
+//                publish reduced = g + 1
+//   3. gather    once every rank has reduced: copy part q of rank q's buffer into recvbuf, for
+//                every q (only on the root, for reduce: shm_reduce.cpp)
+//
+//   rank 0 buffer  [ p0 | p1 | p2 ]      step 2: rank q reduces column q over every buffer,
+//   rank 1 buffer  [ p0 | p1 | p2 ]      in place in its own buffer; step 3: every rank reads
+//   rank 2 buffer  [ p0 | p1 | p2 ]      the diagonal (rank q's column q) into recvbuf.
+//
+// Memory traffic per rank: m copied in, (n-1)/n m reduced from n-1 peers, m copied out. Two
+// waits per piece, no messages. Each part is reduced by one rank, so every rank holds the same
+// bits.
+#include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/shm_pieces.h"
+
+#include <cstring>
+
+namespace plexus::comm {
+
+plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root,
+                               const char* op_name) {
+  const int n = peers.size(), r = peers.rank();
+  const size_t elem = datatype_bytes(args.datatype);
+  const size_t per_piece = peers.slot_bytes() / elem;
+  const size_t pieces = piece_count(args.count, per_piece);
+  const uint32_t first = peers.next_pieces(static_cast<uint32_t>(pieces));
+  const auto* in = static_cast<const unsigned char*>(args.sendbuf);
+  auto* out = static_cast<unsigned char*>(args.recvbuf);
+  const bool gather = root < 0 || r == root;
+  for (size_t k = 0; k < pieces; ++k) {
+    const uint32_t g = first + static_cast<uint32_t>(k);
+    const size_t off = k * per_piece, len = std::min(per_piece, args.count - off);
+    unsigned char* own = peers.slot(r, g);
+    // 1. stage
+    PLX_CHECK(peers.wait_writable(g, op_name));
+    std::memcpy(own, in + off * elem, len * elem);
+    peers.arrive(g);
+    // 2. reduce my part
+    PLX_CHECK(peers.wait_all_arrived(g, op_name));
+    const PieceSpan mine = piece_part(len, n, r, elem);
+    reduce_slots(own + mine.begin * elem, peers, g, mine.begin * elem, mine.count,
+                 args.datatype, args.op);
+    peers.reduced(g);
+    if (!gather) continue;
+    // 3. gather every part
+    for (int j = 0; j < n; ++j) {
+      const int q = (r + j) % n;
+      if (q != r) PLX_CHECK(peers.wait_reduced(q, g, op_name));
+      const PieceSpan part = piece_part(len, n, q, elem);
+      std::memcpy(out + (off + part.begin) * elem, peers.slot(q, g) + part.begin * elem,
+                  part.count * elem);
+    }
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t shm_allreduce(Transport& transport, uint64_t tag_base, const CollArgs& args) {
+  if (!args.peers || args.peers->size() != transport.size() || transport.size() == 1) {
+    return ring_allreduce(transport, tag_base, args);
+  }
+  return shm_reduce_pieces(*args.peers, args, -1, "allreduce:shm");
+}
+
+}  // namespace plexus::comm

@@ -1,0 +1,62 @@
+// shm_pieces.h - what the shared-memory algorithms (shm_*.cpp) share: how a piece is split
+// into the ranks' parts, and the reduction of one part over every rank's slot.
+//
+// A piece is what fits one staging buffer of comm/transport/peer_memory/peer_memory.h; piece g
+// uses buffer g % 2 of every slot. Parts are cut in multiples of 64 bytes (a cache line) so that
+// two ranks never write the same line; the last parts may be short or empty.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/core/error.h"
+#include "comm/reduce/reduce.h"
+#include "comm/transport/peer_memory/peer_memory.h"
+
+namespace plexus::comm {
+
+struct PieceSpan {
+  size_t begin = 0;  // elements from the piece's start
+  size_t count = 0;  // elements
+};
+
+// Part `part` of `n` of a piece of `count` elements of `elem` bytes.
+inline PieceSpan piece_part(size_t count, int n, int part, size_t elem) {
+  const size_t align = std::max<size_t>(1, 64 / elem);
+  size_t per = (count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n);
+  per = (per + align - 1) / align * align;
+  const size_t begin = std::min(count, per * static_cast<size_t>(part));
+  return {begin, std::min(count, begin + per) - begin};
+}
+
+// Pieces of `count` elements when a piece holds at most `per_piece` (>= 1).
+inline size_t piece_count(size_t count, size_t per_piece) {
+  return (count + per_piece - 1) / per_piece;
+}
+
+// dst = the reduction over every rank q, in the order r, r+1, .., r-1, of the `count` elements
+// at byte `offset` of q's buffer of `piece`. dst may be this rank's own buffer there (then it
+// already holds the first term); PLX_AVG divides once by n at the end.
+inline void reduce_slots(void* dst, const PeerMemory& peers, uint32_t piece, size_t offset,
+                         size_t count, plx_datatype_t datatype, plx_red_op_t op) {
+  if (count == 0) return;
+  const int n = peers.size(), r = peers.rank();
+  const unsigned char* own = peers.slot(r, piece) + offset;
+  const unsigned char* next = peers.slot((r + 1) % n, piece) + offset;
+  if (dst == own) {
+    reduce_into(dst, next, count, datatype, op);
+  } else {
+    reduce_copy(dst, own, next, count, datatype, op);
+  }
+  for (int j = 2; j < n; ++j) {
+    reduce_into(dst, peers.slot((r + j) % n, piece) + offset, count, datatype, op);
+  }
+  if (op == PLX_AVG) divide_by(dst, count, datatype, static_cast<size_t>(n));
+}
+
+// allreduce (root < 0) or reduce to `root` through peer memory: shm_allreduce.cpp.
+plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root,
+                               const char* op_name);
+
+}  // namespace plexus::comm

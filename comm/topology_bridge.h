@@ -1,0 +1,85 @@
+// topology_bridge.h - the cost model (comm/tuning/cost_model.h) seen from a topology: the cost
+// parameters a cluster's hardware implies, and every algorithm's predicted time on a
+// communicator laid over it. The one header through which tools (plexus-topo) reach comm's
+// tuning code: it includes only topology/, plexus/plexus.h and the standard library.
+//
+// Parameters from the topology (docs/topology.md, "Cost parameters from a topology"):
+//   within a host   GPUs with NVLink: alpha kNvlinkAlphaS, beta 1 / (the first GPU's NVLinks x
+//                   NVIDIA's per-link rate), gamma kGpuGammaSPerByte;
+//                   GPUs without known NVLink: alpha kNvlinkAlphaS, beta 1 / kPcieBytesPerS;
+//                   no GPUs: the library's defaults (kDefaultCostParams, comm/tuning/measure.h)
+//   between hosts   the slowest host's NICs (a PCI device counted once, speeds from the file),
+//                   pooled into links = min(NICs, most ranks on a host) links of equal rate:
+//                   beta = links / (total NIC bytes/s); alpha kNetworkAlphaS; NICs of unknown
+//                   speed count kDefaultNicMbitPerS
+// PLEXUS_COST_MODEL's text, when given, replaces both (with three values, one level), and the
+// host then has one link, as in a communicator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plexus/plexus.h"
+#include "topology/host_topology.h"
+#include "topology/rank_groups.h"
+
+namespace plexus::comm {
+
+inline constexpr double kNvlinkAlphaS = 2e-6;         // one message between GPUs of a host
+inline constexpr double kGpuGammaSPerByte = 1e-12;    // reducing on a GPU, 1 TB/s
+inline constexpr double kPcieBytesPerS = 25e9;        // GPUs without NVLink: PCIe 4.0 x16
+inline constexpr double kNetworkAlphaS = 10e-6;       // one message between hosts
+inline constexpr uint64_t kDefaultNicMbitPerS = 10000;  // a NIC of unknown speed: 10 Gbit/s
+
+struct TopologyCost {
+  double alpha_s = 0, beta_s_per_byte = 0, gamma_s_per_byte = 0;  // within a host
+  double inter_alpha_s = 0, inter_beta_s_per_byte = 0;            // between hosts; 0: one level
+  int links_per_host = 1;    // network links a host's messages spread over
+  std::string intra_source;  // "NVLink: 18 links x 25 GB/s = 450 GB/s per GPU each way"
+  std::string inter_source;  // "32 NICs, 3200 Gbit/s per host, as 8 links of 400 Gbit/s"
+};
+
+struct AlgorithmPrediction {
+  std::string algorithm;  // as PLEXUS_ALGO names it ("ring")
+  double seconds = 0;
+};
+
+// The cost model of one communicator (`groups`) laid over `cluster`.
+class TopologyCostModel {
+ public:
+  // `cost_model_text`: PLEXUS_COST_MODEL's value ("" = from the topology). Every host of
+  // `groups` must be in `cluster`. PLX_ERROR_INVALID_ARGUMENT with PLEXUS_COST_MODEL's message
+  // for bad text, or naming a host id the cluster lacks; *out is written only on success.
+  static plx_result_t create(const topology::ClusterTopology& cluster,
+                             const topology::RankGroups& groups, std::string_view cost_model_text,
+                             size_t chunk_bytes, std::unique_ptr<TopologyCostModel>* out,
+                             std::string* error);
+  ~TopologyCostModel();
+  TopologyCostModel(const TopologyCostModel&) = delete;
+  TopologyCostModel& operator=(const TopologyCostModel&) = delete;
+
+  const TopologyCost& cost() const;
+  int nranks() const;
+
+  // Every algorithm of `collective` ("allreduce", "reduce_scatter", ...) for `bytes` as
+  // cost_model.h defines them (reduce_scatter and allgather: one rank's block), the cost model's
+  // choice first, then the others fastest first. PLX_ERROR_INVALID_ARGUMENT naming the
+  // collective and the valid names when it is unknown.
+  plx_result_t predict(std::string_view collective, size_t bytes,
+                       std::vector<AlgorithmPrediction>* out, std::string* error) const;
+
+ private:
+  TopologyCostModel();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// nccl-tests' bus bandwidth factor (doc/PERFORMANCE.md): allreduce 2(n-1)/n, reduce_scatter and
+// allgather (n-1)/n, broadcast and reduce 1; 0 for other names.
+double bus_factor(std::string_view collective, int nranks);
+
+}  // namespace plexus::comm

@@ -1,0 +1,46 @@
+// shm_cost.cpp - see shm_cost.h.
+#include "comm/tuning/shm_cost.h"
+
+#include "comm/tuning/cost_terms.h"
+
+namespace plexus::comm {
+
+double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha_s,
+                   double gamma_s_per_byte, size_t chunk_bytes) {
+  const double p = nranks, a = alpha_s, g = gamma_s_per_byte, c = kCopyGamma;
+  // Pieces are whole slots: the slot is chunk_bytes rounded up to a page (peer_memory.h).
+  const size_t slot = chunk_bytes == 0 ? 0 : (chunk_bytes + 4095) / 4096 * 4096;
+  switch (algorithm) {
+    case AlgorithmId::AllreduceShm:
+    case AlgorithmId::ReduceShm: {
+      const double k = slices(bytes, slot);
+      return 2 * k * a + (2 * c + (p - 1) / p) * bytes * g;
+    }
+    case AlgorithmId::ReduceScatterShm: {
+      const double k = slices(p * bytes, slot);
+      return k * a + (c * p + (p - 1)) * bytes * g;
+    }
+    case AlgorithmId::AllgatherShm: {
+      const double k = slices(bytes, slot);
+      return k * a + c * p * bytes * g;
+    }
+    case AlgorithmId::BroadcastShm: {
+      const double k = slices(bytes, slot);
+      return k * a + c * (bytes + bytes / k) * g;
+    }
+    default: return 0;
+  }
+}
+
+AlgorithmId shm_fallback(AlgorithmId algorithm) {
+  switch (algorithm) {
+    case AlgorithmId::AllreduceShm: return AlgorithmId::AllreduceRing;
+    case AlgorithmId::ReduceShm: return AlgorithmId::ReduceRing;
+    case AlgorithmId::BroadcastShm: return AlgorithmId::BroadcastScatterAllgather;
+    case AlgorithmId::ReduceScatterShm: return AlgorithmId::ReduceScatterRing;
+    case AlgorithmId::AllgatherShm: return AlgorithmId::AllgatherRing;
+    default: return algorithm;
+  }
+}
+
+}  // namespace plexus::comm

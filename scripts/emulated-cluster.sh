@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# emulated-cluster.sh - runs a command as the ranks of an emulated cluster on this machine: K
+# network namespaces are the hosts, each joined by a veth pair to a bridge that lives in one more
+# namespace of the run (nothing of the machine's own network changes), each host link shaped with
+# tc tbf in both directions, M ranks started in each host with the PLEXUS_* launcher variables.
+#
+#   scripts/emulated-cluster.sh --hosts 2 --ranks-per-host 2 [--rate 2gbit] [--timeout 300] \
+#       -- build/bin/plexus-bench allreduce -b 16M -e 64M
+#
+#          plx<pid>h0 (198.18.0.1)        plx<pid>h1 (198.18.0.2)      hosts: ranks 0..M-1, M..2M-1
+#          eth0 [tbf RATE]                eth0 [tbf RATE]              host -> bridge shaping
+#            |                              |
+#          v0 [tbf RATE] ---- br0 ---- v1 [tbf RATE]                   bridge -> host shaping
+#                        plx<pid>br (the bridge's namespace)
+#
+# Every rank gets PLEXUS_RANK, PLEXUS_WORLD_SIZE, PLEXUS_LOCAL_RANK, PLEXUS_LOCAL_WORLD_SIZE,
+# PLEXUS_MASTER_ADDR=198.18.0.1 (host 0), PLEXUS_MASTER_PORT, PLEXUS_HOST_ID=host<k>,
+# PLEXUS_FI_PROVIDER=tcp and FI_TCP_IFACE=eth0 (libfabric's tcp provider then lists only the host's
+# veth address, so traffic between hosts crosses the shaped links; ranks of one host reach each
+# other through that address inside their namespace, unshaped, as on a real host). A PLEXUS_*,
+# FI_* or UCX_* variable already set in the caller's environment is kept, except the per-rank ones.
+# PLEXUS_CACHE_DIR defaults to a folder of the run, so cost-model figures measured on one rate are
+# never reused on another. OPENBLAS_NUM_THREADS and OMP_NUM_THREADS default to cores / ranks.
+#
+# Output lines carry a "[R] " prefix (--no-prefix: none). The script waits for every rank up to
+# --timeout seconds; after the first rank fails the others get 15 s to exit on their own. Ranks
+# still running then (or at the timeout, or on SIGINT/SIGTERM/SIGHUP to the script) get SIGTERM
+# to their process group, SIGKILL 5 s later; only processes this script started are signalled. Every
+# namespace, link and qdisc it created is removed on exit, whatever the cause.
+#
+# Exit status: 0 when every rank exited 0; else the first failing rank's status (128 + signal for
+# a signal); 124 on timeout; 130/143/129 on SIGINT/SIGTERM/SIGHUP; 2 for bad usage; 77 when this
+# machine cannot emulate (no permission to create namespaces, no veth, bridge or tbf): tests skip
+# on 77.
+set -euo pipefail
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  cat >&2 <<'EOF'
+options:
+  --hosts K             number of emulated hosts (1..200)
+  --ranks-per-host M    ranks per host (1..64), or a comma list with one count per host (3,2)
+  --rate R              tbf rate of every host link, tc syntax: 2gbit (default), 500mbit, ...;
+                        0 or none: unshaped
+  --timeout S           seconds before the ranks are killed (default 300)
+  --port P              PLEXUS_MASTER_PORT (default 29500; the namespaces are new, so it is free)
+  --queue-ms Q          tbf queue ("latency"), milliseconds of the rate (default 20)
+  --burst-us B          tbf burst, microseconds of the rate (default 2000; at least 128 KiB)
+  --no-prefix           do not prefix output lines with "[R] "
+EOF
+  exit 2
+}
+
+die_usage() { echo "emulated-cluster: $*" >&2; exit 2; }
+
+hosts=""
+ranks_spec=""
+rate="2gbit"
+timeout_s=300
+port=29500
+queue_ms=20
+burst_us=2000
+prefix=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --hosts) [[ $# -ge 2 ]] || usage; hosts="$2"; shift 2 ;;
+    --ranks-per-host) [[ $# -ge 2 ]] || usage; ranks_spec="$2"; shift 2 ;;
+    --rate) [[ $# -ge 2 ]] || usage; rate="$2"; shift 2 ;;
+    --timeout) [[ $# -ge 2 ]] || usage; timeout_s="$2"; shift 2 ;;
+    --port) [[ $# -ge 2 ]] || usage; port="$2"; shift 2 ;;
+    --queue-ms) [[ $# -ge 2 ]] || usage; queue_ms="$2"; shift 2 ;;
+    --burst-us) [[ $# -ge 2 ]] || usage; burst_us="$2"; shift 2 ;;
+    --no-prefix) prefix=0; shift ;;
+    -h|--help) usage ;;
+    --) shift; break ;;
+    *) die_usage "unknown option '$1' (the command follows --)" ;;
+  esac
+done
+[[ $# -ge 1 ]] || die_usage "no command given after --"
+[[ -n "$ranks_spec" ]] || die_usage "--ranks-per-host is required"
+
+# Ranks per host: one count for every host, or one per host.
+IFS=',' read -r -a per_host <<< "$ranks_spec"
+if [[ ${#per_host[@]} -gt 1 ]]; then
+  [[ -z "$hosts" || "$hosts" == "${#per_host[@]}" ]] ||
+    die_usage "--hosts $hosts but --ranks-per-host lists ${#per_host[@]} counts"
+  hosts=${#per_host[@]}
+else
+  [[ -n "$hosts" ]] || die_usage "--hosts is required"
+  [[ "$hosts" =~ ^[0-9]+$ && "$hosts" -ge 1 && "$hosts" -le 200 ]] ||
+    die_usage "--hosts '$hosts' not in 1..200"
+  per_host=()
+  for ((k = 0; k < hosts; ++k)); do per_host+=("$ranks_spec"); done
+fi
+for m in "${per_host[@]}"; do
+  [[ "$m" =~ ^[0-9]+$ && "$m" -ge 1 && "$m" -le 64 ]] ||
+    die_usage "--ranks-per-host '$m' not in 1..64"
+done
+[[ "$timeout_s" =~ ^[0-9]+$ && "$timeout_s" -ge 1 ]] ||
+  die_usage "--timeout '$timeout_s' is not a whole number of seconds >= 1"
+[[ "$port" =~ ^[0-9]+$ && "$port" -ge 1 && "$port" -le 65535 ]] ||
+  die_usage "--port '$port' not in 1..65535"
+[[ "$queue_ms" =~ ^[0-9]+$ && "$queue_ms" -ge 1 && "$queue_ms" -le 1000 ]] ||
+  die_usage "--queue-ms '$queue_ms' not in 1..1000"
+[[ "$burst_us" =~ ^[0-9]+$ && "$burst_us" -ge 1 && "$burst_us" -le 1000000 ]] ||
+  die_usage "--burst-us '$burst_us' not in 1..1000000"
+
+# The rate in bytes per second, for the tbf burst (tc's units: k = 1000).
+rate_bytes_per_s=0
+if [[ "$rate" != "0" && "$rate" != "none" ]]; then
+  [[ "$rate" =~ ^([0-9]+)(bit|kbit|mbit|gbit)$ ]] ||
+    die_usage "--rate '$rate' is not <number>bit|kbit|mbit|gbit, 0 or none"
+  case "${BASH_REMATCH[2]}" in
+    bit) scale=1 ;; kbit) scale=1000 ;; mbit) scale=1000000 ;; gbit) scale=1000000000 ;;
+  esac
+  rate_bytes_per_s=$(( BASH_REMATCH[1] * scale / 8 ))
+  [[ "$rate_bytes_per_s" -ge 125000 ]] || die_usage "--rate '$rate' below 1mbit"
+fi
+
+world=0
+for m in "${per_host[@]}"; do world=$((world + m)); done
+
+# ---------------------------------------------------------------------------------------------
+# Clean-up: always, on every exit path. Ranks first (they keep the namespaces alive), then the
+# links (their qdiscs go with them), the bridge and the namespaces, in reverse order of creation.
+run_id="plx$$"
+bridge_ns="${run_id}br"
+created_ns=()      # namespaces, in creation order
+created_links=()   # "ns link" pairs created in the bridge namespace
+rank_pids=()
+timer=""          # the script's own sleep that bounds the wait
+run_dir=""
+cleaned=0
+
+signal_ranks() {  # signal_ranks SIG: to each live rank's process group (each rank is a session)
+  local pid
+  for pid in "${rank_pids[@]}"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill "-$1" -- "-$pid" 2>/dev/null || kill "-$1" "$pid" 2>/dev/null || true
+    fi
+  done
+}
+
+any_rank_alive() {
+  local pid
+  for pid in "${rank_pids[@]}"; do
+    [[ -n "$pid" && -e "/proc/$pid" ]] &&
+      [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != "Z" ]] && return 0
+  done
+  return 1
+}
+
+stop_ranks() {  # SIGTERM, then SIGKILL 5 s later (polled in 0.2 s sleeps)
+  any_rank_alive || return 0
+  signal_ranks TERM
+  local i
+  for ((i = 0; i < 25; ++i)); do any_rank_alive || return 0; sleep 0.2; done
+  signal_ranks KILL
+}
+
+cleanup() {
+  [[ "$cleaned" == 1 ]] && return
+  cleaned=1
+  if [[ -n "$timer" ]]; then kill "$timer" 2>/dev/null || true; fi
+  stop_ranks
+  local i entry
+  for ((i = ${#created_links[@]} - 1; i >= 0; --i)); do
+    entry=${created_links[i]}
+    ip -n "${entry% *}" link del "${entry#* }" 2>/dev/null || true
+  done
+  for ((i = ${#created_ns[@]} - 1; i >= 0; --i)); do
+    ip netns del "${created_ns[i]}" 2>/dev/null ||
+      echo "emulated-cluster: could not delete namespace ${created_ns[i]}" >&2
+  done
+  [[ -n "$run_dir" ]] && rm -rf "$run_dir"
+  return 0
+}
+
+on_signal() {
+  echo "emulated-cluster: $1 received; stopping the ranks and removing the cluster" >&2
+  trap - INT TERM HUP
+  cleanup
+  exit "$2"
+}
+trap cleanup EXIT
+trap 'on_signal SIGINT 130' INT
+trap 'on_signal SIGTERM 143' TERM
+trap 'on_signal SIGHUP 129' HUP
+
+cannot_emulate() {  # exit 77: this machine cannot host the cluster (tests skip)
+  echo "emulated-cluster: cannot emulate a cluster here: $*" >&2
+  exit 77
+}
+
+# ---------------------------------------------------------------------------------------------
+# The cluster.
+command -v ip >/dev/null || cannot_emulate "'ip' (iproute2) not found"
+[[ "$rate_bytes_per_s" == 0 ]] || command -v tc >/dev/null || cannot_emulate "'tc' not found"
+
+make_ns() {
+  local err
+  if ! err=$(ip netns add "$1" 2>&1); then
+    cannot_emulate "ip netns add $1: ${err:-failed} (needs root or CAP_SYS_ADMIN + CAP_NET_ADMIN)"
+  fi
+  created_ns+=("$1")
+  ip -n "$1" link set lo up || cannot_emulate "ip -n $1 link set lo up failed"
+}
+
+# tbf on one device: burst --burst-us of the rate (default 2 ms; at least 128 KiB, above a 64 KiB
+# GSO packet), a queue of --queue-ms (default 20 ms).
+shape() {  # shape NS DEV
+  [[ "$rate_bytes_per_s" == 0 ]] && return 0
+  local burst=$(( rate_bytes_per_s / 1000 * burst_us / 1000 ))
+  [[ "$burst" -ge 131072 ]] || burst=131072
+  local err
+  err=$(ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst "$burst" \
+        latency "${queue_ms}ms" 2>&1) ||
+    cannot_emulate "tc qdisc add dev $2 (in $1) tbf rate $rate: $err"
+}
+
+make_ns "$bridge_ns"
+ip -n "$bridge_ns" link add br0 type bridge || cannot_emulate "no bridge support"
+created_links+=("$bridge_ns br0")
+ip -n "$bridge_ns" link set br0 up
+
+for ((k = 0; k < hosts; ++k)); do
+  host_ns="${run_id}h$k"
+  make_ns "$host_ns"
+  ip -n "$bridge_ns" link add "v$k" type veth peer name eth0 netns "$host_ns" ||
+    cannot_emulate "no veth support"
+  created_links+=("$bridge_ns v$k")
+  ip -n "$bridge_ns" link set "v$k" master br0
+  ip -n "$bridge_ns" link set "v$k" up
+  ip -n "$host_ns" addr add "198.18.0.$((k + 1))/24" dev eth0
+  ip -n "$host_ns" link set eth0 up
+  shape "$host_ns" eth0
+  shape "$bridge_ns" "v$k"
+done
+
+run_dir=$(mktemp -d "/tmp/${run_id}.XXXXXX")
+cores=$(nproc 2>/dev/null || echo 1)
+threads=$(( cores / world )); [[ "$threads" -ge 1 ]] || threads=1
+echo "emulated-cluster: ${hosts} hosts (${per_host[*]} ranks), rate ${rate}," \
+     "namespaces ${run_id}h0..${run_id}h$((hosts - 1)), bridge in ${bridge_ns}" >&2
+
+# ---------------------------------------------------------------------------------------------
+# The ranks: each a session of its own (setsid), started by pid; output through a prefixer.
+prefix_lines() {  # prefix_lines RANK: copies stdin line by line with "[RANK] "
+  if [[ "$prefix" == 1 ]]; then sed -u "s/^/[$1] /"; else cat; fi
+}
+
+declare -A rank_of_pid=()
+rank=0
+for ((k = 0; k < hosts; ++k)); do
+  for ((l = 0; l < per_host[k]; ++l)); do
+    ip netns exec "${run_id}h$k" setsid env \
+      PLEXUS_RANK="$rank" PLEXUS_WORLD_SIZE="$world" \
+      PLEXUS_LOCAL_RANK="$l" PLEXUS_LOCAL_WORLD_SIZE="${per_host[k]}" \
+      PLEXUS_MASTER_ADDR=198.18.0.1 PLEXUS_MASTER_PORT="$port" \
+      PLEXUS_HOST_ID="host$k" \
+      PLEXUS_FI_PROVIDER="${PLEXUS_FI_PROVIDER:-tcp}" \
+      FI_TCP_IFACE="${FI_TCP_IFACE:-eth0}" FI_SOCKETS_IFACE="${FI_SOCKETS_IFACE:-eth0}" \
+      UCX_NET_DEVICES="${UCX_NET_DEVICES:-eth0}" \
+      PLEXUS_CACHE_DIR="${PLEXUS_CACHE_DIR:-$run_dir/cache}" \
+      OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-$threads}" \
+      OMP_NUM_THREADS="${OMP_NUM_THREADS:-$threads}" \
+      "$@" </dev/null > >(prefix_lines "$rank") 2> >(prefix_lines "$rank" >&2) &
+    rank_pids+=("$!")
+    rank_of_pid[$!]=$rank
+    rank=$((rank + 1))
+  done
+done
+
+# Waits without spinning: `wait -n` on the ranks and one timer process, which the script also
+# started. After a failure the timer is replaced by a 15 s grace timer.
+sleep "$timeout_s" >/dev/null 2>&1 & timer=$!
+status=0
+failed_rank=""
+timed_out=0
+left=$world
+declare -A done_pid=()
+while [[ "$left" -gt 0 ]]; do
+  waiting=()
+  for pid in "${rank_pids[@]}"; do [[ -n "${done_pid[$pid]:-}" ]] || waiting+=("$pid"); done
+  finished=""
+  rc=0
+  wait -n -p finished "${waiting[@]}" "$timer" || rc=$?
+  if [[ -z "$finished" ]]; then  # nothing left to wait for (a trapped signal exits in on_signal)
+    [[ "$rc" == 127 ]] && break
+    continue
+  fi
+  if [[ "$finished" == "$timer" ]]; then
+    if [[ -z "$failed_rank" ]]; then
+      echo "emulated-cluster: timeout after ${timeout_s} s; stopping $left rank(s)" >&2
+      timed_out=1
+    else
+      echo "emulated-cluster: $left rank(s) still running 15 s after rank $failed_rank failed;" \
+           "stopping them" >&2
+    fi
+    stop_ranks
+    timer=""
+    break
+  fi
+  done_pid[$finished]=1
+  left=$((left - 1))
+  if [[ "$rc" -ne 0 && -z "$failed_rank" ]]; then
+    failed_rank=${rank_of_pid[$finished]}
+    status=$rc
+    echo "emulated-cluster: rank $failed_rank exited with status $rc" >&2
+    if [[ "$left" -gt 0 ]]; then
+      kill "$timer" 2>/dev/null || true
+      wait "$timer" 2>/dev/null || true
+      sleep 15 >/dev/null 2>&1 & timer=$!
+    fi
+  fi
+done
+if [[ -n "$timer" ]]; then
+  kill "$timer" 2>/dev/null || true
+  wait "$timer" 2>/dev/null || true
+fi
+# Reap what was stopped, and give the prefixers up to 5 s to flush the last lines.
+for pid in "${rank_pids[@]}"; do
+  [[ -n "${done_pid[$pid]:-}" ]] || wait "$pid" 2>/dev/null || true
+done
+for ((i = 0; i < 50; ++i)); do pgrep -P $$ >/dev/null || break; sleep 0.1; done
+if [[ "$timed_out" == 1 && "$status" == 0 ]]; then status=124; fi
+exit "$status"

@@ -1,0 +1,148 @@
+// emulated_cluster_test.cpp - the hierarchical collectives on emulated clusters: network
+// namespaces as hosts (scripts/emulated-cluster.sh), real ranks, libfabric's tcp provider on each
+// host's veth, PLEXUS_ALGO forcing every hierarchical algorithm. emulated_cluster_driver checks
+// each result on every rank against the closed forms of collective_reference.h.
+//
+// Layouts 2x2, 2x3 and 3x2 (hosts x ranks) and an uneven 3 + 2, unshaped links so each runs in
+// seconds; the script's own contract (exit status of the first failing rank, timeout, SIGTERM,
+// nothing left behind) is checked too. Every test skips when the script exits 77: this machine
+// does not let it create namespaces.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/support/subprocess.h"
+
+namespace plexus::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kSkip = 77;  // the script cannot create namespaces here
+
+// Every hierarchical algorithm, pipelined in 16 KiB slices so 65537 elements take many steps;
+// a fixed cost model (the algorithms are forced, so nothing needs measuring).
+const std::vector<std::string> kEnv = {
+    "PLEXUS_ALGO=allreduce:hierarchical,reduce:hierarchical,broadcast:hierarchical,"
+    "reduce_scatter:hierarchical,allgather:hierarchical",
+    "PLEXUS_CHUNK_BYTES=16384", "PLEXUS_COST_MODEL=2.5,0.1,0.05,25,4",
+    "PLEXUS_TIMEOUT_MS=60000"};
+
+std::vector<std::string> script(const std::string& ranks_per_host, int hosts,
+                                const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {EMULATED_CLUSTER_SCRIPT, "--ranks-per-host", ranks_per_host,
+                                   "--rate", "0", "--timeout", "120"};
+  if (hosts > 0) argv.insert(argv.end(), {"--hosts", std::to_string(hosts)});
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+// The run's namespace prefix ("plx<pid>"), read from the script's first message.
+std::string run_prefix(const std::string& err) {
+  std::smatch m;
+  return std::regex_search(err, m, std::regex("namespaces (plx[0-9]+)h0")) ? m[1].str() : "";
+}
+
+// Names in /var/run/netns (ip netns list) that start with prefix.
+std::vector<std::string> namespaces_left(const std::string& prefix) {
+  std::vector<std::string> left;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/var/run/netns", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) left.push_back(name);
+  }
+  return left;
+}
+
+void expect_cleaned_up(const ProcessResult& r) {
+  const std::string prefix = run_prefix(r.err);
+  ASSERT_FALSE(prefix.empty()) << "no namespace names in the script's messages:\n" << r.err;
+  EXPECT_TRUE(namespaces_left(prefix).empty()) << prefix << "* left behind";
+}
+
+// Runs the driver on the layout; every rank must report all its calls passed.
+void run_layout(const std::string& ranks_per_host, int hosts, int world) {
+  ProcessResult r =
+      run_process(script(ranks_per_host, hosts, {EMULATED_CLUSTER_DRIVER}), 180, kEnv);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int rank = 0; rank < world; ++rank) {
+    EXPECT_NE(r.out.find("[" + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                         ": 20 calls passed"),
+              std::string::npos)
+        << "rank " << rank << ":\n" << r.out << r.err;
+  }
+  expect_cleaned_up(r);
+}
+
+TEST(EmulatedCluster, TwoHostsOfTwoRanks) { run_layout("2", 2, 4); }
+TEST(EmulatedCluster, TwoHostsOfThreeRanks) { run_layout("3", 2, 6); }
+TEST(EmulatedCluster, ThreeHostsOfTwoRanks) { run_layout("2", 3, 6); }
+TEST(EmulatedCluster, UnevenHostsThreeAndTwo) { run_layout("3,2", 0, 5); }
+
+// The launcher variables each rank gets, and the host it runs in (its own veth address).
+TEST(EmulatedClusterScript, GivesEachRankItsHostAndRank) {
+  ProcessResult r = run_process(
+      script("2", 2,
+             {"sh", "-c",
+              "echo \"rank=$PLEXUS_RANK/$PLEXUS_WORLD_SIZE local=$PLEXUS_LOCAL_RANK/"
+              "$PLEXUS_LOCAL_WORLD_SIZE host=$PLEXUS_HOST_ID master=$PLEXUS_MASTER_ADDR "
+              "iface=$FI_TCP_IFACE provider=$PLEXUS_FI_PROVIDER\"; "
+              "ip -4 -o addr show dev eth0 | grep -o '198\\.18\\.0\\.[0-9]*/24'"}),
+      60);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string p = "[" + std::to_string(rank) + "] ";
+    EXPECT_NE(r.out.find(p + "rank=" + std::to_string(rank) + "/4 local=" +
+                         std::to_string(rank % 2) + "/2 host=host" + std::to_string(rank / 2) +
+                         " master=198.18.0.1 iface=eth0 provider=tcp"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find(p + "198.18.0." + std::to_string(rank / 2 + 1) + "/24"),
+              std::string::npos)
+        << r.out;
+  }
+  expect_cleaned_up(r);
+}
+
+TEST(EmulatedClusterScript, ExitsWithTheFailingRanksStatus) {
+  ProcessResult r =
+      run_process(script("1", 3, {"sh", "-c", "[ \"$PLEXUS_RANK\" != 2 ] || exit 7"}), 60);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 2 exited with status 7"), std::string::npos) << r.err;
+  expect_cleaned_up(r);
+}
+
+TEST(EmulatedClusterScript, TimeoutKillsTheRanks) {
+  std::vector<std::string> argv = script("2", 2, {"sleep", "60"});
+  *(std::find(argv.begin(), argv.end(), "--timeout") + 1) = "1";
+  ProcessResult r = run_process(argv, 50);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.exit_code, 124) << r.out << r.err;
+  EXPECT_NE(r.err.find("timeout after 1 s"), std::string::npos) << r.err;
+  expect_cleaned_up(r);
+}
+
+TEST(EmulatedClusterScript, SigtermStopsTheRanksAndRemovesTheCluster) {
+  Subprocess p(script("2", 2, {"sh", "-c", "echo started; exec sleep 60"}));
+  const bool started = p.wait_for_stdout("started", 4, 30);
+  ::kill(p.pid(), SIGTERM);
+  ProcessResult r = p.wait(30);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  ASSERT_TRUE(started) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 143) << r.out << r.err;
+  expect_cleaned_up(r);
+}
+
+}  // namespace
+}  // namespace plexus::test

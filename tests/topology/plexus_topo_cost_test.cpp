@@ -1,0 +1,237 @@
+// plexus-topo's cost model output, run as a process: the parameters it derives from a topology,
+// the collective table and --simulate, each checked against the alpha-beta-gamma formulas of
+// comm/tuning/cost_model.cpp worked by hand for small shapes; and the validation gaps of issue 7
+// (escaped names, PLEXUS_TOPO_DUMP_FILE with a file, bad --sizes).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+#include "topology/topology_file.h"
+#include "topology/topology_json.h"
+
+namespace plexus::topology {
+namespace {
+
+using test::ProcessResult;
+using test::run_process;
+
+const std::string kTool = PLEXUS_TOPO_PATH;
+const std::string kExamples = PLEXUS_TOPO_EXAMPLES_DIR;
+constexpr double kMiB = 1048576.0;
+
+ProcessResult topo(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+  args.insert(args.begin(), kTool);
+  std::vector<std::string> full_env = {"PLEXUS_COST_MODEL=", "PLEXUS_TOPO_FILE=",
+                                       "PLEXUS_TOPO_DUMP_FILE="};
+  full_env.insert(full_env.end(), env.begin(), env.end());
+  return run_process(args, 60.0, full_env);
+}
+
+bool has_line(const std::string& out, const std::string& line) {
+  for (const std::string& l : test::split_lines(out))
+    if (l == line) return true;
+  return false;
+}
+
+// A host of `cpus` CPUs, no GPUs, one NIC of `nic_mbit` (0: none).
+HostTopology cpu_host(const std::string& id, uint64_t nic_mbit) {
+  HostTopology h;
+  h.host_id = id;
+  h.numa_nodes.push_back(NumaNode{0, kNoNuma, 1ull << 30, 4, 4, "0-3"});
+  if (nic_mbit) h.nics.push_back(Nic{"eth0", NicKind::Network, "", 0, nic_mbit});
+  return h;
+}
+
+std::string write(const test::TempDir& dir, const std::string& name, const std::string& text) {
+  std::string path = dir.path() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// seconds of `algorithm` at row `row` of a --simulate JSON document.
+double seconds_of(const nlohmann::json& doc, size_t row, const std::string& algorithm) {
+  return doc.at("rows").at(row).at("algorithms").at(algorithm).at("seconds").get<double>();
+}
+
+TEST(PlexusTopoCost, SimulateOneCpuHostMatchesTheOneLevelFormulas) {
+  test::TempDir dir("plexus-topo-cost");
+  std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
+  ProcessResult r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "4", "--sizes",
+                          "4M", "--format", "json"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["nranks"], 4);
+  EXPECT_EQ(doc["hosts"], 1);
+  EXPECT_DOUBLE_EQ(doc["bus_factor"].get<double>(), 1.5);
+  // No GPUs: the library's defaults alpha 5 us, beta 0.1 ns/B, gamma 0.1 ns/B; one host.
+  EXPECT_DOUBLE_EQ(doc["cost"]["alpha_s"].get<double>(), 5e-6);
+  EXPECT_DOUBLE_EQ(doc["cost"]["beta_s_per_byte"].get<double>(), 1e-10);
+  EXPECT_DOUBLE_EQ(doc["cost"]["inter_beta_s_per_byte"].get<double>(), 0);
+  const double a = 5e-6, b = 1e-10, g = 1e-10, m = 4 * kMiB;
+  // p = 4, slices of 1 MiB:
+  //   ring          2(p-1) slices(m/p) a + 2(p-1)/p m b + (p-1)/p m g = 6a + 1.5mb + 0.75mg
+  //   rabenseifner  2 log2(p) a + 2(p-1)/p m b + (p-1)/p m g         = 4a + 1.5mb + 0.75mg
+  //   rec. doubling log2(p) (slices(m) a + m b + m g)                 = 2(4a + mb + mg)
+  //   double tree   (d + k - 1)(4a + 4xb + 2xg), d = 2, k = 2, x = m/4 = 3(4a + mb + 0.5mg)
+  const double ring = 6 * a + 1.5 * m * b + 0.75 * m * g;
+  const double rabenseifner = 4 * a + 1.5 * m * b + 0.75 * m * g;
+  const double doubling = 2 * (4 * a + m * b + m * g);
+  const double tree = 3 * (4 * a + m * b + 0.5 * m * g);
+  EXPECT_NEAR(seconds_of(doc, 0, "ring"), ring, ring * 1e-12);
+  EXPECT_NEAR(seconds_of(doc, 0, "rabenseifner"), rabenseifner, rabenseifner * 1e-12);
+  EXPECT_NEAR(seconds_of(doc, 0, "recursive_doubling"), doubling, doubling * 1e-12);
+  EXPECT_NEAR(seconds_of(doc, 0, "double_binary_tree"), tree, tree * 1e-12);
+  EXPECT_EQ(doc["rows"][0]["chosen"], "rabenseifner");  // 963.7 us against the ring's 973.7 us
+  const double busbw = m / rabenseifner * 1.5 / 1e9;
+  EXPECT_NEAR(doc["rows"][0]["algorithms"]["rabenseifner"]["busbw_gbs"].get<double>(), busbw,
+              busbw * 1e-12);
+}
+
+TEST(PlexusTopoCost, PlexusCostModelReplacesTheTopologysParameters) {
+  test::TempDir dir("plexus-topo-cost");
+  std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
+  ProcessResult r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "4", "--sizes",
+                          "4M", "--format", "json"},
+                         {"PLEXUS_COST_MODEL=2,0.5,0"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  // ring: 6a + 1.5 m b with a = 2 us, b = 0.5 ns/B, g = 0.
+  const double ring = 6 * 2e-6 + 1.5 * 4 * kMiB * 0.5e-9;
+  EXPECT_NEAR(seconds_of(doc, 0, "ring"), ring, ring * 1e-12);
+  EXPECT_EQ(doc["cost"]["intra"], "PLEXUS_COST_MODEL=2,0.5,0");
+
+  r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "4"},
+           {"PLEXUS_COST_MODEL=2;0.5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("plexus-topo: PLEXUS_COST_MODEL=\"2;0.5\": rank 0: "), std::string::npos)
+      << r.err;
+}
+
+TEST(PlexusTopoCost, TwoHostsChargeTheRingAtTheNicRate) {
+  test::TempDir dir("plexus-topo-cost");
+  ClusterTopology cluster{"two CPU hosts", {cpu_host("a", 10000), cpu_host("b", 10000)}};
+  std::string file = write(dir, "two.json", to_json_text(cluster));
+  ProcessResult r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "1", "--sizes",
+                          "1M", "--format", "json"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  // One 10 Gbit/s NIC per host: inter beta 8 / 10^10 s/B = 0.8 ns/B, alpha 10 us, one link.
+  EXPECT_DOUBLE_EQ(doc["cost"]["inter_beta_s_per_byte"].get<double>(), 0.8e-9);
+  EXPECT_DOUBLE_EQ(doc["cost"]["inter_alpha_s"].get<double>(), 10e-6);
+  EXPECT_EQ(doc["cost"]["links_per_host"], 1);
+  // Ring on p = 2 ranks, one per host (every step crosses, load 1):
+  //   2(p-1) slices(m/2) a_e + 2(p-1)/p m b_e + (p-1)/p m g = 2 a_e + m b_e + 0.5 m g.
+  const double m = kMiB;
+  const double ring = 2 * 10e-6 + m * 0.8e-9 + 0.5 * m * 1e-10;
+  EXPECT_NEAR(seconds_of(doc, 0, "ring"), ring, ring * 1e-12);
+}
+
+TEST(PlexusTopoCost, P5ParametersComeFromNvlinkAndTheNics) {
+  ProcessResult r = topo({"--topo-file", kExamples + "/p5.48xlarge-x128.json", "--ranks", "16",
+                          "--sizes", "1G"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  // 18 NVLink 4 links x 25 GB/s = 450 GB/s; 32 x 100 Gbit/s NICs pooled into 8 links (one per
+  // rank of a host) of 400 Gbit/s = 50 GB/s each.
+  EXPECT_TRUE(has_line(r.out,
+                       "  cost model within a host: NVLink: 18 links, 450 GB/s per GPU each way; "
+                       "alpha 2.00 us, beta 0.002222 ns/B (450.00 GB/s), gamma 0.001 ns/B"))
+      << r.out;
+  EXPECT_TRUE(has_line(r.out,
+                       "  cost model between hosts: 32 NICs, 3200 Gbit/s per host, as 8 links of "
+                       "400 Gbit/s; alpha 10.0 us, beta 0.02 ns/B (50.00 GB/s) per link"))
+      << r.out;
+  EXPECT_TRUE(has_line(r.out, "  allreduce (bus factor 1.875)")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "  reduce_scatter (bus factor 0.938)")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "  broadcast (bus factor 1.000)")) << r.out;
+
+  r = topo({"--topo-file", kExamples + "/p4d.24xlarge.json", "--ranks", "8", "--sizes", "1K"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  // 12 NVLink 3 links x 25 GB/s = 300 GB/s; one host, so no network level.
+  EXPECT_TRUE(has_line(r.out,
+                       "  cost model within a host: NVLink: 12 links, 300 GB/s per GPU each way; "
+                       "alpha 2.00 us, beta 0.003333 ns/B (300.00 GB/s), gamma 0.001 ns/B"))
+      << r.out;
+  EXPECT_TRUE(has_line(r.out, "  cost model between hosts: none (one host)")) << r.out;
+}
+
+TEST(PlexusTopoCost, TableRowsNameTheChoiceAndTheRunnerUp) {
+  test::TempDir dir("plexus-topo-cost");
+  std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
+  ProcessResult r = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "4",
+                          "--sizes", "4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  // From the formulas above: rabenseifner 963.7184 us, ring 973.7184 us; busbw
+  // 4 MiB / 963.7184 us x 1.5 = 6.528 GB/s.
+  EXPECT_TRUE(has_line(r.out, "  allreduce (bus factor 1.500)")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "         4 MiB  rabenseifner             964 us        6.53  "
+                              "ring (974 us)"))
+      << r.out;
+  // reduce_scatter of 4 MiB is a 1 MiB block per rank; allgather likewise.
+  EXPECT_TRUE(has_line(r.out, "  reduce_scatter (bus factor 0.750)")) << r.out;
+}
+
+TEST(PlexusTopoCost, ControlCharactersInNamesAreEscaped) {
+  test::TempDir dir("plexus-topo-cost");
+  HostTopology h = cpu_host("evil\x1b[2Jhost\nline", 0);
+  h.description = "tab\there\\";
+  std::string file = write(dir, "evil.json", to_json_text(h));
+  ProcessResult r = topo({"--topo-file", file});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_TRUE(has_line(r.out, "host evil\\x1b[2Jhost\\nline")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "  tab\\there\\\\")) << r.out;
+}
+
+TEST(PlexusTopoCost, DumpFileIsWrittenForALoadedFileToo) {
+  test::TempDir dir("plexus-topo-cost");
+  std::string dump = dir.path() + "/dump.json";
+  std::string file = kExamples + "/p4d.24xlarge.json";
+  ProcessResult r = topo({"--topo-file", file}, {"PLEXUS_TOPO_DUMP_FILE=" + dump});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  ClusterTopology dumped, original;
+  std::string error;
+  ASSERT_EQ(read_topology_file(dump, &dumped, &error), PLX_SUCCESS) << error;
+  ASSERT_EQ(read_topology_file(file, &original, &error), PLX_SUCCESS) << error;
+  EXPECT_EQ(dumped, original);
+}
+
+TEST(PlexusTopoCost, BadSizesAndFormatsExitWithTwo) {
+  std::string file = kExamples + "/p4d.24xlarge.json";
+  ProcessResult r = topo({"--topo-file", file, "--ranks", "8", "--sizes", "1K,12Q"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "plexus-topo: --sizes: \"12Q\" is not a byte count in 1..1T (suffixes K, M, "
+                   "G)\n");
+  r = topo({"--topo-file", file, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "plexus-topo: --format json needs --simulate\n");
+  r = topo({"--topo-file", file, "--simulate", "--ranks", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "plexus-topo: --simulate: a communicator of 1 rank has nothing to simulate "
+                   "(give --ranks 2 or more)\n");
+}
+
+TEST(PlexusTopoCost, SimulatesTheExampleClusterOfAThousandRanks) {
+  ProcessResult r = topo({"--topo-file", kExamples + "/p5.48xlarge-x128.json", "--simulate",
+                          "--format", "json"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["nranks"], 1024);
+  EXPECT_EQ(doc["hosts"], 128);
+  ASSERT_EQ(doc["rows"].size(), 24u);  // 1 KiB .. 8 GiB by 2x
+  EXPECT_EQ(doc["rows"][0]["bytes"], 1024);
+  EXPECT_EQ(doc["rows"][23]["bytes"], 8ull << 30);
+  for (const auto& row : doc["rows"])
+    for (const char* name :
+         {"ring", "double_binary_tree", "rabenseifner", "recursive_doubling", "hierarchical"})
+      EXPECT_GT(row["algorithms"][name]["seconds"].get<double>(), 0) << name;
+  // A large vector on 8 ranks per host with a network 9x slower than NVLink: hierarchical.
+  EXPECT_EQ(doc["rows"][23]["chosen"], "hierarchical");
+}
+
+}  // namespace
+}  // namespace plexus::topology

@@ -1,0 +1,102 @@
+// simulate.cpp - see simulate.h.
+#include "tools/plexus-topo/simulate.h"
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "comm/topology_bridge.h"
+#include "tools/plexus-topo/format.h"
+
+namespace plexus::topo_tool {
+
+using plexus::comm::AlgorithmPrediction;
+using plexus::comm::TopologyCostModel;
+
+const std::vector<std::string>& simulated_algorithms() {
+  static const std::vector<std::string> names = {"ring", "double_binary_tree", "rabenseifner",
+                                                 "recursive_doubling", "hierarchical"};
+  return names;
+}
+
+plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluster,
+                              const topology::RankGroups& g, const SimulateOptions& options,
+                              std::string* error) {
+  const int n = g.size();
+  if (n < 2) {
+    *error = "--simulate: a communicator of " + std::to_string(n) +
+             " rank has nothing to simulate (give --ranks 2 or more)";
+    return PLX_ERROR_INVALID_ARGUMENT;
+  }
+  std::unique_ptr<TopologyCostModel> model;
+  if (plx_result_t rc = TopologyCostModel::create(cluster, g, options.cost_model_text,
+                                                  options.chunk_bytes, &model, error);
+      rc != PLX_SUCCESS)
+    return rc;
+  const comm::TopologyCost& cost = model->cost();
+  const double factor = comm::bus_factor("allreduce", n);
+  const std::string per_host =
+      g.uniform() ? std::to_string(g.hosts.front().size()) : std::string("uneven");
+
+  nlohmann::json rows = nlohmann::json::array();
+  if (!options.json) {
+    std::fprintf(out, "simulate: allreduce, %d ranks on %zu host%s (%s per host), slices of %s\n",
+                 n, g.hosts.size(), g.hosts.size() == 1 ? "" : "s", per_host.c_str(),
+                 format_bytes(options.chunk_bytes).c_str());
+    std::fprintf(out, "  within a host: %s; between hosts: %s\n", cost.intra_source.c_str(),
+                 cost.inter_source.c_str());
+    std::fprintf(out, "  busbw GB/s (time) per algorithm, busbw = size / time x 2(n-1)/n; "
+                      "* = the cost model's choice\n");
+    std::fprintf(out, "  %9s", "size");
+    for (const std::string& name : simulated_algorithms())
+      std::fprintf(out, name == simulated_algorithms().back() ? "  %s" : "  %-20s", name.c_str());
+    std::fprintf(out, "\n");
+  }
+  for (uint64_t size : options.sizes) {
+    std::vector<AlgorithmPrediction> ranked;
+    if (plx_result_t rc = model->predict("allreduce", static_cast<size_t>(size), &ranked, error);
+        rc != PLX_SUCCESS)
+      return rc;
+    std::map<std::string, double> seconds;
+    for (const AlgorithmPrediction& p : ranked) seconds[p.algorithm] = p.seconds;
+    const std::string& chosen = ranked.front().algorithm;
+    nlohmann::json algorithms = nlohmann::json::object();
+    if (!options.json) std::fprintf(out, "  %9s", format_bytes(size).c_str());
+    for (const std::string& name : simulated_algorithms()) {
+      const double t = seconds[name];
+      const double busbw = t > 0 ? static_cast<double>(size) / t * factor : 0;
+      algorithms[name] = {{"seconds", t}, {"busbw_gbs", busbw / 1e9}};
+      if (!options.json) {
+        std::string cell = format_gbs(busbw) + " (" + format_seconds(t) + ")" +
+                           (name == chosen ? "*" : "");
+        std::fprintf(out, name == simulated_algorithms().back() ? "  %s" : "  %-20s",
+                     cell.c_str());
+      }
+    }
+    if (!options.json) std::fprintf(out, "\n");
+    rows.push_back({{"bytes", size}, {"chosen", chosen}, {"algorithms", algorithms}});
+  }
+  if (options.json) {
+    nlohmann::json doc = {
+        {"collective", "allreduce"},
+        {"nranks", n},
+        {"hosts", g.hosts.size()},
+        {"ranks_per_host", g.uniform() ? nlohmann::json(g.hosts.front().size()) : nlohmann::json()},
+        {"chunk_bytes", options.chunk_bytes},
+        {"bus_factor", factor},
+        {"cost",
+         {{"alpha_s", cost.alpha_s},
+          {"beta_s_per_byte", cost.beta_s_per_byte},
+          {"gamma_s_per_byte", cost.gamma_s_per_byte},
+          {"inter_alpha_s", cost.inter_alpha_s},
+          {"inter_beta_s_per_byte", cost.inter_beta_s_per_byte},
+          {"links_per_host", cost.links_per_host},
+          {"intra", cost.intra_source},
+          {"inter", cost.inter_source}}},
+        {"rows", rows}};
+    std::fprintf(out, "%s\n", doc.dump(2).c_str());
+  }
+  return PLX_SUCCESS;
+}
+
+}  // namespace plexus::topo_tool
