@@ -1,0 +1,21 @@
+// cuda_devices.h - whether this libplexus has CUDA code, and how many GPUs this process sees.
+//
+// libplexus links the CUDA runtime statically (CUDA::cudart_static, as NCCL does), so it loads and
+// runs its host collectives on a machine with no NVIDIA driver; these calls then report 0 devices
+// and say why. Thread-safe.
+#pragma once
+
+#include <string>
+
+namespace plexus::comm::device {
+
+// True if libplexus was built with CUDA (PLEXUS_CUDA=AUTO with a toolkit, or ON).
+bool cuda_compiled();
+
+// Number of CUDA devices visible to this process: 0 without CUDA in the build, without a driver,
+// or without a GPU, and then *why (if non-null) says which, e.g. "cudaGetDeviceCount:
+// cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version".
+// The answer is computed once per process (the device set cannot change after the driver loads).
+int cuda_device_count(std::string* why);
+
+}  // namespace plexus::comm::device
