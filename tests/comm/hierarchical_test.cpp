@@ -27,6 +27,7 @@
 #include "comm/tuning/cost_model.h"
 #include "comm/tuning/cost_shape.h"
 #include "plexus/plexus.h"
+#include "tests/comm/collective_calls.h"
 #include "tests/comm/collective_reference.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
@@ -40,7 +41,6 @@ constexpr const char* kForceAll =
 // Intra-host 2.5 us, 0.1 ns/B; between hosts 25 us, 4 ns/B (gamma 0.05 ns/B).
 constexpr const char* kTwoLevelModel = "2.5,0.1,0.05,25,4";
 constexpr size_t kChunkBytes = 16384;  // PLEXUS_CHUNK_BYTES of every world
-constexpr unsigned char kGuard = 0xa5;
 
 struct World {
   const char* name;
@@ -52,90 +52,6 @@ const World k2x2{"2x2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test
 const World k3p2{"3p2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-a",
                          "hier-test-b"}};
 
-struct Call {
-  const char* collective;  // as plx_comm_last_algorithm names it
-  size_t count;
-  plx_datatype_t dt;
-  plx_red_op_t op;
-  bool in_place;
-  int root;
-};
-
-std::string describe(const Call& c) {
-  return std::string(c.collective) + " count=" + std::to_string(c.count) + " " +
-         datatype_name(c.dt) + " " + op_name(c.op) + (c.in_place ? " in-place" : "") +
-         " root=" + std::to_string(c.root);
-}
-
-// One period of `pattern` starting at element `shift`.
-std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
-                                   size_t shift) {
-  const size_t period = pattern.size() / elem;
-  std::vector<unsigned char> out(pattern.size());
-  for (size_t i = 0; i < period; ++i) {
-    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
-  }
-  return out;
-}
-
-std::string call_failed(const char* fn, plx_result_t rc, plx_comm_t comm) {
-  return std::string(fn) + " returned " + plx_get_error_string(rc) + ": " +
-         plx_get_last_error(comm);
-}
-
-// Runs `c` on this rank of `comm` and checks its result; "" or what is wrong.
-std::string run_call(const Call& c, plx_comm_t comm) {
-  int n = 0, r = 0;
-  plx_comm_size(comm, &n);
-  plx_comm_rank(comm, &r);
-  const size_t elem = plx_datatype_size(c.dt), bytes = c.count * elem;
-  const std::string name = c.collective;
-  std::vector<unsigned char> send, recv;
-  plx_result_t rc = PLX_SUCCESS;
-  std::string why;
-  if (name == "allreduce" || name == "reduce") {
-    send.assign(bytes + elem, kGuard);
-    fill_periodic(send.data(), c.count, elem, input_pattern(c.op, c.dt, r));
-    recv = c.in_place ? send : std::vector<unsigned char>(bytes + elem, kGuard);
-    const void* sbuf = c.in_place ? recv.data() : send.data();
-    rc = name == "allreduce"
-             ? plx_allreduce(sbuf, recv.data(), c.count, c.dt, c.op, comm, nullptr)
-             : plx_reduce(sbuf, recv.data(), c.count, c.dt, c.op, c.root, comm, nullptr);
-    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
-    if (name == "allreduce" || r == c.root) {
-      why = check_periodic(recv.data(), c.count, c.dt, expected_pattern(c.op, c.dt, n));
-    }
-  } else if (name == "broadcast") {
-    recv.assign(bytes + elem, kGuard);
-    if (r == c.root) fill_periodic(recv.data(), c.count, elem, broadcast_pattern(c.dt, c.root));
-    rc = plx_broadcast(recv.data(), recv.data(), c.count, c.dt, c.root, comm, nullptr);
-    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
-    why = check_periodic(recv.data(), c.count, c.dt, broadcast_pattern(c.dt, c.root));
-  } else if (name == "reduce_scatter") {
-    send.assign(n * bytes + elem, kGuard);
-    fill_periodic(send.data(), n * c.count, elem, input_pattern(c.op, c.dt, r));
-    recv.assign(bytes + elem, kGuard);
-    unsigned char* out = c.in_place ? send.data() + r * bytes : recv.data();
-    rc = plx_reduce_scatter(send.data(), out, c.count, c.dt, c.op, comm, nullptr);
-    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
-    why = check_periodic(out, c.count, c.dt,
-                         shifted(expected_pattern(c.op, c.dt, n), elem,
-                                 r * c.count % input_period(c.op)));
-  } else {  // allgather
-    recv.assign(n * bytes + elem, kGuard);
-    send.assign(bytes, 0);
-    unsigned char* own = c.in_place ? recv.data() + r * bytes : send.data();
-    fill_periodic(own, c.count, elem, broadcast_pattern(c.dt, r));
-    rc = plx_allgather(own, recv.data(), c.count, c.dt, comm, nullptr);
-    if (rc != PLX_SUCCESS) return call_failed(c.collective, rc, comm);
-    for (int g = 0; g < n && why.empty(); ++g) {
-      why = check_periodic(recv.data() + g * bytes, c.count, c.dt, broadcast_pattern(c.dt, g));
-      if (!why.empty()) why = "block " + std::to_string(g) + " " + why;
-    }
-  }
-  if (why.empty() && !recv.empty() && recv.back() != kGuard) why = "wrote past recvbuf";
-  return why;
-}
 
 // Every hierarchical collective, a few datatypes and ops each, in and out of place, at counts
 // that leave lanes empty (1), slice them (1009 with 16 KiB chunks: one slice; 65537: many).
