@@ -34,17 +34,48 @@
 // allgather; one rank per host (M = 1) skips steps 1 and 3, which leaves a ring allreduce over
 // lane 0 in host order.
 //
-// Tags: every ring runs in its own window of the call's indices (group_ring.h): window 0 for
-// step 1, 1 + 2j and 2 + 2j for lane j's reduce-scatter and allgather, 2M + 1 for step 3.
+// Pipelining (K > 1 hosts, M > 1 lanes). Run one after the other, the phases leave the network
+// idle while the hosts reduce and gather, and on hosts whose ranks share cores the intra-host
+// phases cost as much as a third of the time. So the vector is cut into S segments of about
+// M * K * chunk_bytes (each lane-ring step then moves about one chunk; at most 1024, at least M
+// elements each where the count allows), the three
+// steps run per segment, and the network step of up to kDepth + 1 segments is in flight while
+// the host's ranks run the intra-host steps of their neighbours: NCCL's pipelining of its
+// intra-node and network stages chunk by chunk, applied to Traeff & Hunold's node-local and
+// lane phases:
+//
+//   time ->   RS 0 | RS 1 | RS 2 | AG 0 | RS 3 | AG 1 | ...          (intra-host, blocking)
+//                   lanes 0 ------------->|                           (network, stepped by
+//                          lanes 1 ------------------>|                 hierarchical_pipeline.h)
+//
+// In the loop for segment s: step 1 on segment s, then its lanes' rings are posted
+// (hierarchical_pipeline.h: LaneRing, non-blocking); when more than kDepth segments are in
+// flight, the oldest one's lanes are finished (blocking) and step 3 runs on it. Between the
+// blocking steps every lane ring in flight is advanced; the transport moves posted messages in
+// any wait, so a lane's step crosses the network while the host runs a ring. Every rank runs the
+// same sequence of blocking steps, and each needs only peers at the same point of it, so the
+// pipeline cannot deadlock. One host, or one rank per host, have nothing to overlap and run the
+// three steps once over the whole vector.
+//
+// Tags: every ring runs in its own window of the call's indices (group_ring.h). Whole vector:
+// window 0 for step 1, 1 + 2j and 2 + 2j for lane j's reduce-scatter and allgather, 2M + 1 for
+// step 3. Pipelined: segment s has windows s(M + 2) .. s(M + 2) + M + 1: step 1, lane j's ring
+// (1 + j), step 3.
 //
 // Bytes, K = H hosts of M ranks (m the vector): per rank (M-1)/M m each way inside the host in
 // steps 1 and 3, and 2(K-1)/K m/M between hosts in step 2, so each host's network link carries
 // 2(K-1)/K m each way, against 2(n-1)/n m for a flat ring whose ring crosses every host once.
+// Pipelining changes no byte; it adds S - 1 messages per ring (comm/tuning/hierarchical_cost.cpp
+// models the fill and drain).
+#include <algorithm>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/group_ring.h"
+#include "comm/algorithms/hierarchical_pipeline.h"
 #include "comm/algorithms/host_layout.h"
 #include "comm/algorithms/slices.h"
 #include "comm/algorithms/trivial_reduction.h"
@@ -52,6 +83,146 @@
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
+namespace {
+
+// Segments whose lanes may be in flight at once beyond the one just started.
+constexpr size_t kDepth = 2;
+// The most segments: beyond it a segment's set-up outweighs what a finer pipeline saves.
+constexpr size_t kMaxSegments = 1024;
+
+struct Call {
+  Transport& transport;
+  const CollArgs& args;
+  const HostLayout& layout;
+  int h, i, local, hosts, lanes;
+  size_t elem;
+  size_t divisor;
+};
+
+// Steps 1 and 3 on `count` elements at element `first`: the host's ranks, and part p = the
+// blocks of lanes j with j mod L_h == p.
+RingGroup intra_group(const Call& c, size_t first, size_t count) {
+  const auto* in = static_cast<const unsigned char*>(c.args.sendbuf);
+  auto* out = static_cast<unsigned char*>(c.args.recvbuf);
+  const Blocks blocks{count, static_cast<size_t>(c.lanes)};
+  RingGroup intra{c.layout.hosts[c.h], static_cast<size_t>(c.i), std::vector<Part>(c.local)};
+  for (int j = 0; j < c.lanes; ++j) {
+    const size_t off = (first + blocks.begin(j)) * c.elem;
+    intra.parts[j % c.local].push_back({in + off, out + off, blocks.size(j)});
+  }
+  return intra;
+}
+
+// The three steps once over the whole vector (one host, or one rank per host).
+plx_result_t whole_vector(const Call& c, uint64_t tag_base) {
+  const CollArgs& args = c.args;
+  auto* out = static_cast<unsigned char*>(args.recvbuf);
+  const Blocks blocks{args.count, static_cast<size_t>(c.lanes)};
+  const uint64_t windows = 2 * static_cast<uint64_t>(c.lanes) + 2;
+  const RingGroup intra = intra_group(c, 0, args.count);
+
+  // 1. Intra-host reduce-scatter (one rank: its own input is the host's partial).
+  PLX_CHECK(group_reduce_scatter(c.transport, tag_window(tag_base, 0, windows), intra,
+                                 args.datatype, args.op, c.hosts == 1 ? c.divisor : 0,
+                                 args.chunk_bytes));
+  // 2. Inter-host allreduce of each block this rank holds, along its lane, in place.
+  for (int j = c.i; c.hosts > 1 && j < c.lanes; j += c.local) {
+    if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
+    RingGroup lane{c.layout.lane_group(j), static_cast<size_t>(c.h),
+                   std::vector<Part>(c.hosts)};
+    const Blocks shards{blocks.size(j), static_cast<size_t>(c.hosts)};
+    for (int g = 0; g < c.hosts; ++g) {
+      unsigned char* shard = out + (blocks.begin(j) + shards.begin(g)) * c.elem;
+      lane.parts[g].push_back({shard, shard, shards.size(g)});
+    }
+    PLX_CHECK(group_reduce_scatter(c.transport, tag_window(tag_base, 1 + 2 * j, windows), lane,
+                                   args.datatype, args.op, c.divisor, args.chunk_bytes));
+    PLX_CHECK(group_allgather(c.transport, tag_window(tag_base, 2 + 2 * j, windows), lane,
+                              args.datatype, args.chunk_bytes));
+  }
+  // 3. Intra-host allgather of the final blocks.
+  return group_allgather(c.transport, tag_window(tag_base, windows - 1, windows), intra,
+                         args.datatype, args.chunk_bytes);
+}
+
+// S: segments of about M * K * chunk_bytes, so that each step of a lane's ring (a K-th of the
+// segment's block) moves about one chunk: smaller segments would make the 2(K-1) steps of every
+// segment's ring latency-bound on many hosts. At most one per M elements and kMaxSegments, and
+// few enough that every window holds a lane ring's 2(K-1) messages and an intra ring's pieces.
+size_t segment_count(const Call& c) {
+  const size_t lanes = static_cast<size_t>(c.lanes);
+  const size_t target_bytes =
+      std::max<size_t>(c.args.chunk_bytes, 1) * lanes * static_cast<size_t>(c.hosts);
+  size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
+  segments = std::min({segments, c.args.count / lanes, kMaxSegments});
+  const size_t window = std::max<size_t>({2 * static_cast<size_t>(c.hosts), 4 * lanes, 64});
+  segments = std::min<size_t>(segments, kTagIndexLimit / ((lanes + 2) * window));
+  return std::max<size_t>(segments, 1);
+}
+
+// One segment in flight: its lanes' rings on this rank.
+struct Segment {
+  size_t index = 0;
+  std::vector<std::unique_ptr<LaneRing>> lanes;
+};
+
+plx_result_t advance_all(std::deque<Segment>& flight) {
+  for (Segment& segment : flight) {
+    for (auto& lane : segment.lanes) PLX_CHECK(lane->advance());
+  }
+  return PLX_SUCCESS;
+}
+
+// Steps 1, 2 and 3 per segment, overlapped (see the header comment).
+plx_result_t pipelined(const Call& c, uint64_t tag_base) {
+  const CollArgs& args = c.args;
+  auto* out = static_cast<unsigned char*>(args.recvbuf);
+  const size_t lanes = static_cast<size_t>(c.lanes);
+  const Blocks segments{args.count, segment_count(c)};
+  const uint64_t per_segment = lanes + 2;
+  const uint64_t windows = segments.parts * per_segment;
+  const auto window = [&](size_t s, uint64_t w) {
+    return tag_window(tag_base, s * per_segment + w, windows);
+  };
+
+  std::deque<Segment> flight;
+  // 3. for the oldest segment in flight: its lanes finish, then the intra-host allgather.
+  const auto retire = [&]() -> plx_result_t {
+    Segment& oldest = flight.front();
+    for (auto& lane : oldest.lanes) PLX_CHECK(lane->finish());
+    const RingGroup intra =
+        intra_group(c, segments.begin(oldest.index), segments.size(oldest.index));
+    PLX_CHECK(group_allgather(c.transport, window(oldest.index, per_segment - 1), intra,
+                              args.datatype, args.chunk_bytes));
+    flight.pop_front();
+    return advance_all(flight);
+  };
+
+  for (size_t s = 0; s < segments.parts; ++s) {
+    const size_t first = segments.begin(s), count = segments.size(s);
+    // 1. Intra-host reduce-scatter of segment s.
+    PLX_CHECK(group_reduce_scatter(c.transport, window(s, 0), intra_group(c, first, count),
+                                   args.datatype, args.op, 0, args.chunk_bytes));
+    // 2. Its lanes' rings between the hosts, posted; they progress while the host works.
+    Segment segment{s, {}};
+    const Blocks blocks{count, lanes};
+    for (int j = c.i; j < c.lanes; j += c.local) {
+      if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
+      segment.lanes.push_back(std::make_unique<LaneRing>(
+          c.transport, window(s, 1 + j), c.layout.lane_group(j), static_cast<size_t>(c.h),
+          out + (first + blocks.begin(j)) * c.elem, blocks.size(j), args.datatype, args.op,
+          c.divisor));
+      PLX_CHECK(segment.lanes.back()->start());
+    }
+    flight.push_back(std::move(segment));
+    PLX_CHECK(advance_all(flight));
+    if (flight.size() > kDepth) PLX_CHECK(retire());
+  }
+  while (!flight.empty()) PLX_CHECK(retire());
+  return PLX_SUCCESS;
+}
+
+}  // namespace
 
 plx_result_t hierarchical_allreduce(Transport& transport, uint64_t tag_base,
                                     const CollArgs& args) {
@@ -60,44 +231,18 @@ plx_result_t hierarchical_allreduce(Transport& transport, uint64_t tag_base,
   HostLayout fallback;
   const HostLayout* layout = nullptr;
   PLX_CHECK(resolve_layout(args.hosts, n, me, "hierarchical_allreduce", &fallback, &layout));
-  const int h = layout->host_of[me], i = layout->local_rank[me];
-  const int local = layout->local_size(me), hosts = layout->host_count();
-  const int lanes = layout->max_local();
-  const size_t elem = datatype_bytes(args.datatype);
-  const auto* in = static_cast<const unsigned char*>(args.sendbuf);
-  auto* out = static_cast<unsigned char*>(args.recvbuf);
-  const Blocks blocks{args.count, static_cast<size_t>(lanes)};
-  const uint64_t windows = 2 * static_cast<uint64_t>(lanes) + 2;
-  const size_t divisor = static_cast<size_t>(n);
-
-  // Steps 1 and 3: the host's ranks, and part p = the blocks of lanes j with j mod L_h == p.
-  RingGroup intra{layout->hosts[h], static_cast<size_t>(i), std::vector<Part>(local)};
-  for (int j = 0; j < lanes; ++j) {
-    const size_t off = blocks.begin(j) * elem;
-    intra.parts[j % local].push_back({in + off, out + off, blocks.size(j)});
-  }
-
-  // 1. Intra-host reduce-scatter (one rank: its own input is the host's partial).
-  PLX_CHECK(group_reduce_scatter(transport, tag_window(tag_base, 0, windows), intra,
-                                 args.datatype, args.op, hosts == 1 ? divisor : 0,
-                                 args.chunk_bytes));
-  // 2. Inter-host allreduce of each block this rank holds, along its lane, in place.
-  for (int j = i; hosts > 1 && j < lanes; j += local) {
-    if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
-    RingGroup lane{layout->lane_group(j), static_cast<size_t>(h), std::vector<Part>(hosts)};
-    const Blocks shards{blocks.size(j), static_cast<size_t>(hosts)};
-    for (int g = 0; g < hosts; ++g) {
-      unsigned char* shard = out + (blocks.begin(j) + shards.begin(g)) * elem;
-      lane.parts[g].push_back({shard, shard, shards.size(g)});
-    }
-    PLX_CHECK(group_reduce_scatter(transport, tag_window(tag_base, 1 + 2 * j, windows), lane,
-                                   args.datatype, args.op, divisor, args.chunk_bytes));
-    PLX_CHECK(group_allgather(transport, tag_window(tag_base, 2 + 2 * j, windows), lane,
-                              args.datatype, args.chunk_bytes));
-  }
-  // 3. Intra-host allgather of the final blocks.
-  return group_allgather(transport, tag_window(tag_base, windows - 1, windows), intra,
-                         args.datatype, args.chunk_bytes);
+  const Call call{transport,
+                  args,
+                  *layout,
+                  layout->host_of[me],
+                  layout->local_rank[me],
+                  layout->local_size(me),
+                  layout->host_count(),
+                  layout->max_local(),
+                  datatype_bytes(args.datatype),
+                  static_cast<size_t>(n)};
+  if (call.hosts == 1 || call.lanes == 1) return whole_vector(call, tag_base);
+  return pipelined(call, tag_base);
 }
 
 }  // namespace plexus::comm

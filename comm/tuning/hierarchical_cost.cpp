@@ -14,6 +14,19 @@
 // the link's total, or one rank's q lanes in sequence, whichever is slower. Between phases the
 // pipeline drains: one a_i per phase boundary.
 //
+// The allreduce overlaps its phases over S segments of about M K c bytes (hierarchical_allreduce.cpp,
+// as NCCL pipelines its NVLink and network stages and [TH] its node-local and lane phases): the
+// host's ranks run the intra-host reduce-scatter and allgather of the neighbouring segments
+// while a segment's lanes cross the network. A two-stage pipeline of S items, stage times
+// t_host = RS(y/S) + AG(y/S) and t_net = lanes(y/S), costs the fill and drain plus S - 1 times
+// its slower stage ([CHPV]):
+//
+//   RS(y/S) + lanes(y/S) + AG(y/S) + 2 a_i + (S - 1) max(t_host, t_net)
+//
+// S = 1 (no slicing, or a vector of one segment) is the sum of the phases. The overlap needs the
+// two levels to be different resources; with one-level parameters (shared_link false: the
+// network costs what memory does) the phases are summed, S = 1.
+//
 // Sources:
 //   [TRG] R. Thakur, R. Rabenseifner and W. Gropp, IJHPCA 19(1), 2005 (the flat formulas).
 //   [PY]  P. Patarasuk and X. Yuan, JPDC 69(2), 2009 (pipelined rings).
@@ -67,15 +80,25 @@ struct Hier {
   }
   double boundary() const { return s.max_local > 1 ? p.alpha_intra : 0; }
 
-  // [UY], [TH]: intra reduce-scatter of the M blocks y = m/M (a host of L ranks holds
-  // ceil(M/L) of them), a ring allreduce of each block between the K hosts ([PY]: 2(K-1) steps of
-  // y/K, lanes in parallel), intra allgather; two boundaries.
+  // [UY], [TH]: per segment of m/S, intra reduce-scatter of the M blocks y = m/(S M) (a host
+  // of L ranks holds ceil(M/L) of them), a ring allreduce of each block between the K hosts
+  // ([PY]: 2(K-1) steps of y/K, lanes in parallel), intra allgather; two boundaries; the S
+  // segments pipelined as the header says.
   double allreduce(double m) const {
-    const double y = m / M();
+    const double S = segments(m);
+    const double y = m / (S * M());
     const auto blocks = [&](int L) { return std::ceil(M() / L); };
     const double inter = q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter +
                          lane_beta(2 * (K() - 1) / K() * y) + q() * (K() - 1) / K() * y * p.gamma;
-    return intra_ring(y, blocks, true) + inter + intra_ring(y, blocks, false) + 2 * boundary();
+    const double host = intra_ring(y, blocks, true) + intra_ring(y, blocks, false);
+    return host + inter + 2 * boundary() + (S - 1) * std::max(host, inter);
+  }
+  // S of hierarchical_allreduce.cpp: segments of about M K c bytes (each lane-ring step moves
+  // about one chunk), at most 1024 (1 without slicing, with one lane, or without two distinct
+  // levels).
+  double segments(double m) const {
+    if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
+    return std::clamp(std::ceil(m / (M() * K() * static_cast<double>(c))), 1.0, 1024.0);
   }
   // [TH]: intra reduce-scatter (a part is ceil(M/L) lanes of about K blocks), then a ring
   // reduce-scatter of each lane's K blocks b between the hosts: K-1 steps.

@@ -1,0 +1,140 @@
+// hierarchical_pipeline.cpp - see hierarchical_pipeline.h.
+#include "comm/algorithms/hierarchical_pipeline.h"
+
+#include <cstring>
+#include <utility>
+
+#include "comm/algorithms/deliberate_leak.h"
+#include "comm/algorithms/slices.h"
+#include "comm/core/error.h"
+#include "comm/reduce/reduce.h"
+
+namespace plexus::comm {
+namespace {
+
+// A Request cannot be assigned (it must not move while posted); clear it field by field.
+void clear(Request& req) {
+  std::memset(req.opaque, 0, sizeof(req.opaque));
+  req.done = false;
+  req.result = PLX_SUCCESS;
+  req.peer = -1;
+  req.bytes = 0;
+}
+
+}  // namespace
+
+LaneRing::LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members,
+                   size_t me, unsigned char* block, size_t count, plx_datatype_t datatype,
+                   plx_red_op_t op, size_t divisor)
+    : transport_(transport),
+      window_(window),
+      members_(std::move(members)),
+      me_(me),
+      block_(block),
+      count_(count),
+      datatype_(datatype),
+      op_(op),
+      divisor_(divisor),
+      elem_(datatype_bytes(datatype)),
+      steps_(2 * (members_.size() - 1)),
+      posted_(std::make_unique<Posted>()) {
+  const Blocks shards{count_, members_.size()};
+  staging_ = std::make_unique_for_overwrite<unsigned char[]>(shards.largest() * elem_ + 1);
+}
+
+LaneRing::~LaneRing() {
+  if (posted_ && ((posted_->send_posted && !posted_->send.done) ||
+                  (posted_->recv_posted && !posted_->recv.done))) {
+    leak_on_purpose(posted_);  // a failed wait left requests posted (see header)
+    leak_on_purpose(staging_);
+  }
+}
+
+size_t LaneRing::shard(size_t offset) const {
+  const size_t k = members_.size();
+  return (me_ + k + offset) % k;
+}
+
+unsigned char* LaneRing::at(size_t shard_index) const {
+  return block_ + Blocks{count_, members_.size()}.begin(shard_index) * elem_;
+}
+
+size_t LaneRing::bytes_of(size_t shard_index) const {
+  return Blocks{count_, members_.size()}.size(shard_index) * elem_;
+}
+
+// Step t: the shards of the header's table; offsets are taken mod K, written as K - x for -x.
+plx_result_t LaneRing::post_step() {
+  const size_t k = members_.size(), t = step_;
+  const int next = members_[(me_ + 1) % k], prev = members_[(me_ + k - 1) % k];
+  size_t send_shard = 0, recv_shard = 0;
+  unsigned char* recv_to = nullptr;
+  if (t < k - 1) {  // reduce-scatter
+    send_shard = shard(k - t);
+    recv_shard = shard(k - t - 1);
+    recv_to = staging_.get();
+  } else {  // allgather
+    const size_t a = t - (k - 1);
+    send_shard = shard(k + 1 - a);
+    recv_shard = shard(k - a);
+    recv_to = at(recv_shard);
+  }
+  Posted& p = *posted_;
+  clear(p.send);
+  clear(p.recv);
+  p.send_posted = p.recv_posted = false;
+  if (const size_t bytes = bytes_of(recv_shard); bytes > 0) {
+    PLX_CHECK(transport_.post_recv(prev, window_.tag(t), recv_to, bytes, p.recv));
+    p.recv_posted = true;
+  }
+  if (const size_t bytes = bytes_of(send_shard); bytes > 0) {
+    PLX_CHECK(transport_.post_send(next, window_.tag(t), at(send_shard), bytes, p.send));
+    p.send_posted = true;
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t LaneRing::complete_step() {
+  const size_t k = members_.size(), t = step_;
+  if (t < k - 1) {  // reduce-scatter: reduce the received shard; the last one is final
+    const size_t recv_shard = shard(k - t - 1);
+    const size_t count = bytes_of(recv_shard) / elem_;
+    reduce_into(at(recv_shard), staging_.get(), count, datatype_, op_);
+    if (t == k - 2 && op_ == PLX_AVG) divide_by(at(recv_shard), count, datatype_, divisor_);
+  }
+  if (++step_ < steps_) return post_step();
+  return PLX_SUCCESS;
+}
+
+plx_result_t LaneRing::start() { return steps_ == 0 ? PLX_SUCCESS : post_step(); }
+
+plx_result_t LaneRing::advance() {
+  while (!done()) {
+    Posted& p = *posted_;
+    for (Request* req : {&p.recv, &p.send}) {
+      const bool posted = req == &p.recv ? p.recv_posted : p.send_posted;
+      if (posted && !req->done) {
+        bool finished = false;
+        PLX_CHECK(transport_.test(*req, &finished));
+        if (!finished) return PLX_SUCCESS;
+      }
+    }
+    PLX_CHECK(complete_step());
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t LaneRing::finish() {
+  while (!done()) {
+    Posted& p = *posted_;
+    Request* reqs[2] = {};
+    size_t n = 0;
+    if (p.recv_posted) reqs[n++] = &p.recv;
+    if (p.send_posted) reqs[n++] = &p.send;
+    if (n > 0) PLX_CHECK(transport_.wait_all(reqs, n));
+    PLX_CHECK(complete_step());
+  }
+  return PLX_SUCCESS;
+}
+
+}  // namespace plexus::comm

@@ -1,0 +1,87 @@
+// hierarchical_pipeline.h - the network phase of the pipelined hierarchical allreduce
+// (hierarchical_allreduce.cpp): a ring allreduce of one lane's block of one segment between the
+// hosts, stepped without blocking so that the host's ranks run the intra-host phases of the
+// neighbouring segments while it crosses the network.
+//
+// The ring is Patarasuk & Yuan's (JPDC 69(2), 2009) over the lane group (host_layout.h), one
+// rank per host, K members: the block is cut into K near-equal shards (slices.h Blocks), and
+// member h, in step t,
+//
+//   reduce-scatter  t = 0 .. K-2:   send shard (h - t) mod K, receive shard (h - t - 1) mod K
+//                                   into staging and reduce it into the block; after the last
+//                                   step shard (h + 1) mod K is final (PLX_AVG divides it, once)
+//   allgather       a = t - (K-1):  send shard (h + 1 - a) mod K, receive shard (h - a) mod K
+//                                   in place
+//
+//   K = 2, member 0:  step 0  send s0, recv s1 (+=)   step 1  send s1, recv s0
+//
+// Step t is message index t of the ring's TagWindow in each direction (2(K-1) indices). A step
+// ends when both its send and its receive have completed; only then is the next one posted, so a
+// buffer is never written while a send reads it. Shards of no elements send nothing (both ends
+// agree). Bytes on the wire per member: 2(K-1)/K of the block each way.
+//
+// Progress. advance() never blocks: it retires finished steps and posts the next ones. finish()
+// waits. The transport progresses every posted request in any wait (transport.h), so a step
+// posted before a blocking intra-host ring moves across the network during it.
+//
+// Failure: a failed wait may leave requests posted; the ring then leaks its requests and staging
+// on purpose (deliberate_leak.h), as Pipeline does.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "comm/algorithms/group_ring.h"
+#include "comm/transport/transport.h"
+#include "plexus/plexus.h"
+
+namespace plexus::comm {
+
+class LaneRing {
+ public:
+  // Allreduce of `count` elements at `block` (in place) over `members` (ranks in ring order, this
+  // rank at index `me`); PLX_AVG divides by `divisor` (> 0) once.
+  LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members, size_t me,
+           unsigned char* block, size_t count, plx_datatype_t datatype, plx_red_op_t op,
+           size_t divisor);
+  ~LaneRing();
+  LaneRing(const LaneRing&) = delete;
+  LaneRing& operator=(const LaneRing&) = delete;
+
+  // Posts step 0.
+  plx_result_t start();
+  // Retires every finished step and posts the next; never blocks.
+  plx_result_t advance();
+  // Waits until every step has finished.
+  plx_result_t finish();
+  bool done() const { return step_ == steps_; }
+
+ private:
+  struct Posted {
+    Request send, recv;
+    bool send_posted = false, recv_posted = false;
+  };
+  plx_result_t post_step();
+  plx_result_t complete_step();  // the step's requests are done: reduce, move on, post the next
+  size_t shard(size_t offset) const;  // (me + K + offset) mod K, offset in -(K-1)..1
+  unsigned char* at(size_t shard_index) const;
+  size_t bytes_of(size_t shard_index) const;
+
+  Transport& transport_;
+  TagWindow window_;
+  std::vector<int> members_;
+  size_t me_;
+  unsigned char* block_;
+  size_t count_;
+  plx_datatype_t datatype_;
+  plx_red_op_t op_;
+  size_t divisor_;
+  size_t elem_;
+  size_t steps_;
+  size_t step_ = 0;  // the step in flight (== steps_ when done)
+  std::unique_ptr<Posted> posted_;
+  std::unique_ptr<unsigned char[]> staging_;
+};
+
+}  // namespace plexus::comm
