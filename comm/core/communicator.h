@@ -32,6 +32,11 @@ struct plx_comm {
   int size = 1;
   int local_rank = 0;
   int local_size = 1;
+  // The process's own place among the ranks of its host, which PLEXUS_PIN=core pins by: a
+  // world communicator's local rank and size, handed down to every communicator split from it
+  // (whose own local rank counts only its members). -1: use local_rank / local_size.
+  int process_local_rank = -1;
+  int process_local_size = -1;
   int timeout_ms = 300000;
   size_t chunk_bytes = size_t{1} << 20;
   bool check_args = true;  // PLEXUS_CHECK_ARGS: compare argument signatures (signature.h)

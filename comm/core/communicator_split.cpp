@@ -112,6 +112,10 @@ plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
     if (r < rank) ++child->local_rank;
     ++child->local_size;
   }
+  child->process_local_rank =
+      parent->process_local_rank >= 0 ? parent->process_local_rank : parent->local_rank;
+  child->process_local_size =
+      parent->process_local_size >= 0 ? parent->process_local_size : parent->local_size;
   PLX_CHECK(finish_setup(child.get()));
   child->check_args = parent->check_args;
   child->cost = parent->cost;

@@ -31,7 +31,13 @@ plx_result_t pin_progress_thread(plx_comm* comm) {
   }
   // Planned and applied on the progress thread itself, when it starts: a communicator that never
   // queues work never loads hwloc's topology for it.
-  const int rank = comm->rank, local_rank = comm->local_rank, local_size = comm->local_size;
+  // By the process's place on its host, so that a split communicator's thread lands where its
+  // world communicator's does (a split's own local rank counts only its members).
+  const int rank = comm->rank;
+  const int local_rank =
+      comm->process_local_rank >= 0 ? comm->process_local_rank : comm->local_rank;
+  const int local_size =
+      comm->process_local_size >= 0 ? comm->process_local_size : comm->local_size;
   comm->executor->set_start_hook([mode, rank, local_rank, local_size] {
     topology::PinPlan plan;
     std::string error;

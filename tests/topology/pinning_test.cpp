@@ -180,6 +180,34 @@ TEST(Pinning, CorePinsEachLocalRankToItsOwnCore) {
   EXPECT_TRUE(test::all_passed(outcomes, &why)) << why;
 }
 
+// A communicator split from the world (here one rank each) pins by the process's local rank, not
+// by its own (0 in every one-rank split): each process's split thread gets its own core.
+TEST(Pinning, CorePinsASplitCommunicatorByTheProcesssLocalRank) {
+  auto outcomes = run_ranks(
+      2,
+      [&](int rank) {
+        plx_comm_t world = nullptr, child = nullptr;
+        if (plx_comm_init_from_env(&world) != PLX_SUCCESS)
+          return rank_failure(rank, std::string("init: ") + plx_get_last_error(nullptr));
+        if (plx_comm_split(world, rank, 0, &child) != PLX_SUCCESS || child == nullptr)
+          return rank_failure(rank, std::string("split: ") + plx_get_last_error(world));
+        // Only the split's progress thread runs: the world's starts with its first queued call.
+        plx_request_t request = nullptr;
+        if (plx_ibarrier(child, &request) != PLX_SUCCESS || plx_wait(request) != PLX_SUCCESS)
+          return rank_failure(rank, std::string("ibarrier: ") + plx_get_last_error(child));
+        const std::string cpus = thread_cpus("plx-progress");
+        plx_comm_destroy(child);
+        plx_comm_destroy(world);
+        const std::string expected = hwloc_reference(HWLOC_OBJ_CORE, rank);
+        if (cpus != expected)
+          return rank_failure(rank, "split's progress thread on " + cpus + ", core cpus " + expected);
+        return 0;
+      },
+      120.0, env("core"));
+  std::string why;
+  EXPECT_TRUE(test::all_passed(outcomes, &why)) << why;
+}
+
 TEST(Pinning, NoneLeavesTheThreadOnTheProcessCpus) {
   auto outcomes = run_ranks(
       2,

@@ -63,8 +63,15 @@ bool SegmentMapping::create(int ranks, size_t slot_bytes, std::string* name, std
     *why = fmt::format("shm_open({}) failed: {}", *name, std::strerror(errno));
     return false;
   }
-  bool ok = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0;
-  if (!ok) *why = fmt::format("ftruncate({}, {}) failed: {}", *name, bytes, std::strerror(errno));
+  // posix_fallocate, not ftruncate: tmpfs must reserve every page now, so that a full /dev/shm
+  // is an error here (the communicator then runs without peer memory), not a SIGBUS on the first
+  // store into a page it could not supply.
+  const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  bool ok = rc == 0;
+  if (!ok) {
+    *why = fmt::format("posix_fallocate({}, {} bytes) failed: {}", *name, bytes,
+                       std::strerror(rc));
+  }
   ok = ok && map(fd, bytes, why);
   ::close(fd);
   if (!ok) {
