@@ -4,7 +4,7 @@
 # against the link bound of the hierarchical scheme (issue 7, acceptance 1).
 #
 #   perf/emulated-cluster-bench.sh                      # 2 hosts x 2 ranks, 2gbit, 16M..128M
-#   perf/emulated-cluster-bench.sh -k 3 -m 2 -e 64M     # other layouts and sizes
+#   perf/emulated-cluster-bench.sh -k 3 -m 2 -e 64M     # other layouts (K >= 2 equal hosts)
 #   BUILD_DIR=build-rel perf/emulated-cluster-bench.sh -c 4M
 #
 # Runs plexus-bench allreduce (float32 sum, every result checked) once with
@@ -17,7 +17,8 @@
 # reach about 1448/1514 = 95.6% of it.
 #
 # Exit status: 0 when both runs finished with no wrong element (whatever the figures), 1
-# otherwise, 77 when the machine cannot emulate a cluster (no permission for namespaces).
+# otherwise, 2 for bad usage, 77 when the machine cannot emulate a cluster (no permission for
+# namespaces), 130/143/129 on SIGINT/SIGTERM/SIGHUP (passed on to the running cluster first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,19 +47,52 @@ while getopts "k:m:r:b:e:n:w:c:t:h" opt; do
     t) timeout_s=$OPTARG ;; *) usage ;;
   esac
 done
-if [[ ! "$rate" =~ ^([0-9]+)(mbit|gbit)$ ]]; then
-  echo "rate '$rate': give <N>mbit or <N>gbit" >&2
-  exit 2
-fi
+die_usage() { echo "emulated-cluster-bench: $*" >&2; exit 2; }
+check_int() {  # check_int OPTION VALUE MIN MAX VAR: a whole decimal number in MIN..MAX
+  local digits=$2
+  [[ "$digits" =~ ^[0-9]+$ ]] || die_usage "$1 '$2' is not a whole decimal number in $3..$4"
+  digits=${digits#"${digits%%[!0]*}"}
+  [[ -n "$digits" ]] || digits=0
+  [[ ${#digits} -le 15 ]] && (( digits >= $3 && digits <= $4 )) || die_usage "$1 '$2' not in $3..$4"
+  printf -v "$5" '%s' "$digits"
+}
+# The bound needs at least two hosts (one host has no host link) and equal hosts.
+check_int -k "$hosts" 2 200 hosts
+[[ "$per_host" != *,* ]] ||
+  die_usage "-m '$per_host': give one count for every host (the link bound assumes equal hosts;" \
+            "scripts/emulated-cluster.sh runs uneven layouts)"
+check_int -m "$per_host" 1 64 per_host
+check_int -n "$iters" 1 1000000 iters
+check_int -w "$warmup" 0 1000000 warmup
+check_int -t "$timeout_s" 1 86400 timeout_s
+[[ "$rate" =~ ^([0-9]+)(mbit|gbit)$ ]] || die_usage "-r '$rate': give <N>mbit or <N>gbit"
 unit=${BASH_REMATCH[2]}
-rate_gbytes_per_s=$(python3 -c \
-  "print(${BASH_REMATCH[1]} * (1e-3 if '$unit' == 'mbit' else 1.0) / 8)")
+if [[ "$unit" == mbit ]]; then check_int -r "${BASH_REMATCH[1]}" 1 1000000 rate_num
+else check_int -r "${BASH_REMATCH[1]}" 1 1000 rate_num; fi
+rate="${rate_num}${unit}"
+rate_gbytes_per_s=$(python3 -c "print(${rate_num} * (1e-3 if '$unit' == 'mbit' else 1.0) / 8)")
 
 BUILD_DIR=${BUILD_DIR:-build}
 bench="$BUILD_DIR/bin/plexus-bench"
 [[ -x "$bench" ]] || { echo "no $bench: build the plexus-bench target first" >&2; exit 1; }
 out_dir=$(mktemp -d /tmp/plexus-emulated-bench.XXXXXX)
 trap 'rm -rf "$out_dir"' EXIT
+
+# SIGTERM/SIGINT/SIGHUP: passed on to the running emulated-cluster.sh (by pid) as SIGTERM (a
+# background job ignores SIGINT), which stops its ranks and removes its namespaces; then exit.
+child=""
+on_signal() {
+  trap '' INT TERM HUP
+  echo "emulated-cluster-bench: $1 received; stopping the emulated cluster" >&2
+  if [[ -n "$child" ]]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  exit "$2"
+}
+trap 'on_signal SIGINT 130' INT
+trap 'on_signal SIGTERM 143' TERM
+trap 'on_signal SIGHUP 129' HUP
 
 [[ -n "$chunk" ]] && export PLEXUS_CHUNK_BYTES="$chunk"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)," \
@@ -71,7 +105,11 @@ for algo in hierarchical ring; do
        -n "$iters" -w "$warmup" -J "$out_dir/$algo.json")
   echo "# PLEXUS_ALGO=allreduce:$algo ${cmd[*]}"
   rc=0
-  PLEXUS_ALGO="allreduce:$algo" "${cmd[@]}" > "$out_dir/$algo.log" 2>&1 || rc=$?
+  # In the background and waited for, so that a signal reaches on_signal at once.
+  PLEXUS_ALGO="allreduce:$algo" "${cmd[@]}" > "$out_dir/$algo.log" 2>&1 &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
   if [[ "$rc" == 77 ]]; then cat "$out_dir/$algo.log" >&2; exit 77; fi
   if [[ "$rc" != 0 ]]; then
     echo "# allreduce:$algo failed (status $rc):" >&2

@@ -25,8 +25,10 @@
 # Output lines carry a "[R] " prefix (--no-prefix: none). The script waits for every rank up to
 # --timeout seconds; after the first rank fails the others get 15 s to exit on their own. Ranks
 # still running then (or at the timeout, or on SIGINT/SIGTERM/SIGHUP to the script) get SIGTERM
-# to their process group, SIGKILL 5 s later; only processes this script started are signalled. Every
-# namespace, link and qdisc it created is removed on exit, whatever the cause.
+# to their process group, SIGKILL 5 s later; only processes this script started are signalled (and,
+# last, whatever still runs inside the run's own namespaces). Every namespace, link and qdisc it
+# created is removed on exit, whatever the cause; once clean-up has begun, further SIGINT/SIGTERM/
+# SIGHUP are ignored so that it always completes.
 #
 # Exit status: 0 when every rank exited 0; else the first failing rank's status (128 + signal for
 # a signal); 124 on timeout; 130/143/129 on SIGINT/SIGTERM/SIGHUP; 2 for bad usage; 77 when this
@@ -41,8 +43,8 @@ options:
   --hosts K             number of emulated hosts (1..200)
   --ranks-per-host M    ranks per host (1..64), or a comma list with one count per host (3,2)
   --rate R              tbf rate of every host link, tc syntax: 2gbit (default), 500mbit, ...;
-                        0 or none: unshaped
-  --timeout S           seconds before the ranks are killed (default 300)
+                        1mbit..1000gbit, or 0 or none: unshaped
+  --timeout S           seconds before the ranks are killed (1..86400, default 300)
   --port P              PLEXUS_MASTER_PORT (default 29500; the namespaces are new, so it is free)
   --queue-ms Q          tbf queue ("latency"), milliseconds of the rate (default 20)
   --burst-us B          tbf burst, microseconds of the rate (default 2000; at least 128 KiB)
@@ -79,42 +81,57 @@ done
 [[ $# -ge 1 ]] || die_usage "no command given after --"
 [[ -n "$ranks_spec" ]] || die_usage "--ranks-per-host is required"
 
+# Numbers are whole decimal strings (leading zeros allowed, read as decimal), bounded before any
+# arithmetic, so nothing overflows or reads as octal: check_int OPTION VALUE MIN MAX VAR.
+check_int() {
+  local digits=$2
+  [[ "$digits" =~ ^[0-9]+$ ]] || die_usage "$1 '$2' is not a whole decimal number in $3..$4"
+  digits=${digits#"${digits%%[!0]*}"}
+  [[ -n "$digits" ]] || digits=0
+  [[ ${#digits} -le 15 ]] && (( digits >= $3 && digits <= $4 )) ||
+    die_usage "$1 '$2' not in $3..$4"
+  printf -v "$5" '%s' "$digits"
+}
+
 # Ranks per host: one count for every host, or one per host.
+[[ -z "$hosts" ]] || check_int --hosts "$hosts" 1 200 hosts
+[[ "$ranks_spec" =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+  die_usage "--ranks-per-host '$ranks_spec' is not a count in 1..64 or a comma list of them"
 IFS=',' read -r -a per_host <<< "$ranks_spec"
 if [[ ${#per_host[@]} -gt 1 ]]; then
+  [[ ${#per_host[@]} -le 200 ]] || die_usage "--ranks-per-host lists ${#per_host[@]} hosts (at most 200)"
   [[ -z "$hosts" || "$hosts" == "${#per_host[@]}" ]] ||
     die_usage "--hosts $hosts but --ranks-per-host lists ${#per_host[@]} counts"
   hosts=${#per_host[@]}
 else
   [[ -n "$hosts" ]] || die_usage "--hosts is required"
-  [[ "$hosts" =~ ^[0-9]+$ && "$hosts" -ge 1 && "$hosts" -le 200 ]] ||
-    die_usage "--hosts '$hosts' not in 1..200"
   per_host=()
   for ((k = 0; k < hosts; ++k)); do per_host+=("$ranks_spec"); done
 fi
-for m in "${per_host[@]}"; do
-  [[ "$m" =~ ^[0-9]+$ && "$m" -ge 1 && "$m" -le 64 ]] ||
-    die_usage "--ranks-per-host '$m' not in 1..64"
+for ((k = 0; k < hosts; ++k)); do
+  check_int --ranks-per-host "${per_host[k]}" 1 64 "per_host[$k]"
 done
-[[ "$timeout_s" =~ ^[0-9]+$ && "$timeout_s" -ge 1 ]] ||
-  die_usage "--timeout '$timeout_s' is not a whole number of seconds >= 1"
-[[ "$port" =~ ^[0-9]+$ && "$port" -ge 1 && "$port" -le 65535 ]] ||
-  die_usage "--port '$port' not in 1..65535"
-[[ "$queue_ms" =~ ^[0-9]+$ && "$queue_ms" -ge 1 && "$queue_ms" -le 1000 ]] ||
-  die_usage "--queue-ms '$queue_ms' not in 1..1000"
-[[ "$burst_us" =~ ^[0-9]+$ && "$burst_us" -ge 1 && "$burst_us" -le 1000000 ]] ||
-  die_usage "--burst-us '$burst_us' not in 1..1000000"
+check_int --timeout "$timeout_s" 1 86400 timeout_s
+check_int --port "$port" 1 65535 port
+check_int --queue-ms "$queue_ms" 1 1000 queue_ms
+check_int --burst-us "$burst_us" 1 1000000 burst_us
 
-# The rate in bytes per second, for the tbf burst (tc's units: k = 1000).
+# The rate in bytes per second, for the tbf burst (tc's units: k = 1000); 1mbit..1000gbit.
 rate_bytes_per_s=0
 if [[ "$rate" != "0" && "$rate" != "none" ]]; then
   [[ "$rate" =~ ^([0-9]+)(bit|kbit|mbit|gbit)$ ]] ||
     die_usage "--rate '$rate' is not <number>bit|kbit|mbit|gbit, 0 or none"
-  case "${BASH_REMATCH[2]}" in
+  unit=${BASH_REMATCH[2]}
+  case "$unit" in
     bit) scale=1 ;; kbit) scale=1000 ;; mbit) scale=1000000 ;; gbit) scale=1000000000 ;;
   esac
-  rate_bytes_per_s=$(( BASH_REMATCH[1] * scale / 8 ))
+  rate_num=${BASH_REMATCH[1]#"${BASH_REMATCH[1]%%[!0]*}"}
+  [[ -n "$rate_num" ]] || rate_num=0
+  [[ ${#rate_num} -le 13 ]] && (( rate_num <= 1000000000000 / scale )) ||
+    die_usage "--rate '$rate' above 1000gbit"
+  rate_bytes_per_s=$(( rate_num * scale / 8 ))
   [[ "$rate_bytes_per_s" -ge 125000 ]] || die_usage "--rate '$rate' below 1mbit"
+  rate="${rate_num}${unit}"  # tc gets the number in plain decimal
 fi
 
 world=0
@@ -123,19 +140,24 @@ for m in "${per_host[@]}"; do world=$((world + m)); done
 # ---------------------------------------------------------------------------------------------
 # Clean-up: always, on every exit path. Ranks first (they keep the namespaces alive), then the
 # links (their qdiscs go with them), the bridge and the namespaces, in reverse order of creation.
+# Every name is recorded before it is created, and clean-up also sweeps every namespace named
+# plx<pid>br / plx<pid>h<k> and every /tmp/plx<pid>.XXXXXX of this run, so a signal at any point of
+# set-up leaves nothing. Clean-up runs once, to the end: INT/TERM/HUP are ignored from its start.
 run_id="plx$$"
 bridge_ns="${run_id}br"
-created_ns=()      # namespaces, in creation order
-created_links=()   # "ns link" pairs created in the bridge namespace
+created_ns=()      # namespaces, in creation order (recorded before `ip netns add`)
+created_links=()   # "ns link" pairs created in the bridge namespace (recorded before creation)
 rank_pids=()
+declare -A done_pid=()  # ranks already reaped: never signalled again (their pid may be reused)
 timer=""          # the script's own sleep that bounds the wait
 run_dir=""
-cleaned=0
+cleaning=0
 
 signal_ranks() {  # signal_ranks SIG: to each live rank's process group (each rank is a session)
   local pid
   for pid in "${rank_pids[@]}"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+    [[ -n "$pid" && -z "${done_pid[$pid]:-}" ]] || continue
+    if kill -0 "$pid" 2>/dev/null; then
       kill "-$1" -- "-$pid" 2>/dev/null || kill "-$1" "$pid" 2>/dev/null || true
     fi
   done
@@ -144,7 +166,7 @@ signal_ranks() {  # signal_ranks SIG: to each live rank's process group (each ra
 any_rank_alive() {
   local pid
   for pid in "${rank_pids[@]}"; do
-    [[ -n "$pid" && -e "/proc/$pid" ]] &&
+    [[ -n "$pid" && -z "${done_pid[$pid]:-}" && -e "/proc/$pid" ]] &&
       [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != "Z" ]] && return 0
   done
   return 1
@@ -155,30 +177,63 @@ stop_ranks() {  # SIGTERM, then SIGKILL 5 s later (polled in 0.2 s sleeps)
   signal_ranks TERM
   local i
   for ((i = 0; i < 25; ++i)); do any_rank_alive || return 0; sleep 0.2; done
+  echo "emulated-cluster: rank(s) still running 5 s after SIGTERM; sending SIGKILL" >&2
   signal_ranks KILL
+  for ((i = 0; i < 25; ++i)); do any_rank_alive || return 0; sleep 0.2; done
+}
+
+our_namespaces() {  # this run's namespaces that exist now: plx<pid>br, plx<pid>h<k>
+  ip netns list 2>/dev/null | awk -v re="^${run_id}(br|h[0-9]+)\$" '$1 ~ re {print $1}' || true
 }
 
 cleanup() {
-  [[ "$cleaned" == 1 ]] && return
-  cleaned=1
+  trap '' INT TERM HUP    # from here on, a signal neither interrupts nor restarts the clean-up
+  [[ "$cleaning" == 1 ]] && return 0
+  cleaning=1
   if [[ -n "$timer" ]]; then kill "$timer" 2>/dev/null || true; fi
-  stop_ranks
-  local i entry
+  stop_ranks || true
+  local i entry ns pid
+  local -A seen=()
+  local all_ns=()
+  for ns in "${created_ns[@]}" $(our_namespaces); do
+    [[ -n "${seen[$ns]:-}" ]] && continue
+    seen[$ns]=1
+    all_ns+=("$ns")
+  done
+  # Whatever still runs inside the run's namespaces (a rank's escaped descendant, a rank started
+  # as the signal came) was started by this run's ranks: SIGKILL it before the namespaces go.
+  for ns in "${all_ns[@]}"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
+      [[ "$pid" =~ ^[0-9]+$ && "$pid" != $$ ]] && kill -KILL "$pid" 2>/dev/null || true
+    done
+  done
   for ((i = ${#created_links[@]} - 1; i >= 0; --i)); do
     entry=${created_links[i]}
     ip -n "${entry% *}" link del "${entry#* }" 2>/dev/null || true
   done
-  for ((i = ${#created_ns[@]} - 1; i >= 0; --i)); do
-    ip netns del "${created_ns[i]}" 2>/dev/null ||
-      echo "emulated-cluster: could not delete namespace ${created_ns[i]}" >&2
+  for ((i = ${#all_ns[@]} - 1; i >= 0; --i)); do
+    ns=${all_ns[i]}
+    [[ -e "/run/netns/$ns" || -e "/var/run/netns/$ns" ]] || continue
+    ip netns del "$ns" 2>/dev/null || ip netns del "$ns" 2>/dev/null ||
+      echo "emulated-cluster: could not delete namespace $ns" >&2
   done
-  [[ -n "$run_dir" ]] && rm -rf "$run_dir"
+  for ns in $(our_namespaces); do  # a last sweep by name
+    ip netns del "$ns" 2>/dev/null || echo "emulated-cluster: could not delete namespace $ns" >&2
+  done
+  [[ -z "$run_dir" ]] || rm -rf "$run_dir" || true
+  local d
+  for d in /tmp/"${run_id}".??????; do
+    [[ -d "$d" ]] && rm -rf "$d" 2>/dev/null || true
+  done
   return 0
 }
 
 on_signal() {
+  # A signal while the clean-up already runs (from the EXIT trap, before its `trap ''` took
+  # effect) returns to it, so that it completes; otherwise clean up and exit with 128 + signal.
+  [[ "$cleaning" == 1 ]] && return 0
+  trap '' INT TERM HUP
   echo "emulated-cluster: $1 received; stopping the ranks and removing the cluster" >&2
-  trap - INT TERM HUP
   cleanup
   exit "$2"
 }
@@ -199,10 +254,10 @@ command -v ip >/dev/null || cannot_emulate "'ip' (iproute2) not found"
 
 make_ns() {
   local err
+  created_ns+=("$1")  # recorded first: a signal right after `ip netns add` still removes it
   if ! err=$(ip netns add "$1" 2>&1); then
     cannot_emulate "ip netns add $1: ${err:-failed} (needs root or CAP_SYS_ADMIN + CAP_NET_ADMIN)"
   fi
-  created_ns+=("$1")
   ip -n "$1" link set lo up || cannot_emulate "ip -n $1 link set lo up failed"
 }
 
@@ -219,16 +274,16 @@ shape() {  # shape NS DEV
 }
 
 make_ns "$bridge_ns"
-ip -n "$bridge_ns" link add br0 type bridge || cannot_emulate "no bridge support"
 created_links+=("$bridge_ns br0")
+ip -n "$bridge_ns" link add br0 type bridge || cannot_emulate "no bridge support"
 ip -n "$bridge_ns" link set br0 up
 
 for ((k = 0; k < hosts; ++k)); do
   host_ns="${run_id}h$k"
   make_ns "$host_ns"
+  created_links+=("$bridge_ns v$k")
   ip -n "$bridge_ns" link add "v$k" type veth peer name eth0 netns "$host_ns" ||
     cannot_emulate "no veth support"
-  created_links+=("$bridge_ns v$k")
   ip -n "$bridge_ns" link set "v$k" master br0
   ip -n "$bridge_ns" link set "v$k" up
   ip -n "$host_ns" addr add "198.18.0.$((k + 1))/24" dev eth0
@@ -278,7 +333,6 @@ status=0
 failed_rank=""
 timed_out=0
 left=$world
-declare -A done_pid=()
 while [[ "$left" -gt 0 ]]; do
   waiting=()
   for pid in "${rank_pids[@]}"; do [[ -n "${done_pid[$pid]:-}" ]] || waiting+=("$pid"); done

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/subprocess.h"
@@ -131,6 +132,26 @@ TEST(EmulatedClusterScript, TimeoutKillsTheRanks) {
   EXPECT_EQ(r.exit_code, 124) << r.out << r.err;
   EXPECT_NE(r.err.find("timeout after 1 s"), std::string::npos) << r.err;
   expect_cleaned_up(r);
+}
+
+// Bad numbers are usage errors (2, never the 77 of "cannot emulate"), found before anything is
+// created: out of range, too long for shell arithmetic, or with a leading zero read as octal.
+TEST(EmulatedClusterScript, BadNumbersAreUsageErrors) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--rate", "99999999999999999999gbit"}, {"--rate", "9999999999gbit"},
+      {"--rate", "1001gbit"}, {"--timeout", "9999999999999999999"}, {"--timeout", "86401"},
+      {"--hosts", "0099999999999999999999"}, {"--ranks-per-host", "65"},
+      {"--ranks-per-host", "3,,2"}};
+  for (const auto& [option, value] : bad) {
+    std::vector<std::string> argv = script("1", 1, {"true"});  // the last of an option wins
+    argv.insert(std::find(argv.begin(), argv.end(), "--"), {option, value});
+    ProcessResult r = run_process(argv, 30);
+    EXPECT_EQ(r.exit_code, 2) << option << " " << value << "\n" << r.err;
+    EXPECT_NE(r.err.find(option + " '" + value + "'"), std::string::npos) << r.err;
+  }
+  // A leading zero is decimal, not octal: 08 ranks per host is 8, checked without a shell error.
+  ProcessResult r = run_process(script("08", 1, {"true"}), 30);
+  EXPECT_EQ(r.err.find("value too great for base"), std::string::npos) << r.err;
 }
 
 TEST(EmulatedClusterScript, SigtermStopsTheRanksAndRemovesTheCluster) {
