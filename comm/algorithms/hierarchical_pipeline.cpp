@@ -10,19 +10,6 @@
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
-namespace {
-
-// A Request cannot be assigned (it must not move while posted); clear it field by field.
-void clear(Request& req) {
-  std::memset(req.opaque, 0, sizeof(req.opaque));
-  req.done = false;
-  req.result = PLX_SUCCESS;
-  req.peer = -1;
-  req.bytes = 0;
-}
-
-}  // namespace
-
 LaneRing::LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members,
                    size_t me, unsigned char* block, size_t count, plx_datatype_t datatype,
                    plx_red_op_t op, size_t divisor)
@@ -80,8 +67,8 @@ plx_result_t LaneRing::post_step() {
     recv_to = at(recv_shard);
   }
   Posted& p = *posted_;
-  clear(p.send);
-  clear(p.recv);
+  p.send.reset();
+  p.recv.reset();
   p.send_posted = p.recv_posted = false;
   if (const size_t bytes = bytes_of(recv_shard); bytes > 0) {
     PLX_CHECK(transport_.post_recv(prev, window_.tag(t), recv_to, bytes, p.recv));

@@ -9,19 +9,6 @@
 #include "comm/core/error.h"
 
 namespace plexus::comm {
-namespace {
-
-// A Request cannot be assigned (it must not move while posted); clear it field by field.
-void clear(Request& req) {
-  std::memset(req.opaque, 0, sizeof(req.opaque));
-  req.done = false;
-  req.result = PLX_SUCCESS;
-  req.peer = -1;
-  req.bytes = 0;
-}
-
-}  // namespace
-
 Pipeline::Pipeline(Transport& transport, size_t send_depth, size_t recv_depth, size_t staging_bytes)
     : transport_(transport), staging_bytes_(staging_bytes) {
   send_.depth = send_depth < 1 ? 1 : send_depth;
@@ -52,7 +39,7 @@ plx_result_t Pipeline::wait_oldest(Fifo& fifo) {
 plx_result_t Pipeline::send(int peer, uint64_t tag, const void* buf, size_t bytes) {
   if (send_.size == send_.depth) PLX_CHECK(wait_oldest(send_));
   Request& req = send_.next_free();
-  clear(req);
+  req.reset();
   PLX_CHECK(transport_.post_send(peer, tag, buf, bytes, req));
   ++send_.size;
   return PLX_SUCCESS;
@@ -76,7 +63,7 @@ plx_result_t Pipeline::post_recv(int peer, uint64_t tag, void* buf, size_t bytes
                                              " receives posted ahead");
   }
   Request& req = recv_.next_free();
-  clear(req);
+  req.reset();
   PLX_CHECK(transport_.post_recv(peer, tag, buf, bytes, req));
   ++recv_.size;
   return PLX_SUCCESS;

@@ -36,6 +36,16 @@ struct Request {
   Request() = default;
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
+
+  // Makes a completed (or never posted) request ready to be posted again. A Request cannot be
+  // assigned, since it must not move while posted, so it is cleared field by field.
+  void reset() {
+    for (unsigned char& b : opaque) b = 0;
+    done = false;
+    result = PLX_SUCCESS;
+    peer = -1;
+    bytes = 0;
+  }
 };
 
 class Transport {

@@ -33,17 +33,6 @@ inline std::string describe(const Call& c) {
          " root=" + std::to_string(c.root);
 }
 
-// One period of `pattern` (elements of `elem` bytes) starting at element `shift`.
-inline std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
-                                          size_t shift) {
-  const size_t period = pattern.size() / elem;
-  std::vector<unsigned char> out(pattern.size());
-  for (size_t i = 0; i < period; ++i) {
-    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
-  }
-  return out;
-}
-
 inline std::string call_failed(const char* fn, plx_result_t rc, plx_comm_t comm) {
   return std::string(fn) + " returned " + plx_get_error_string(rc) + ": " +
          plx_get_last_error(comm);

@@ -296,4 +296,17 @@ inline std::string show_hex(const unsigned char* p, size_t elem) {
   return text;
 }
 
+// One period of `pattern` (elements of `elem` bytes) starting at element `shift`: element i is
+// pattern[(i + shift) % period], the expected values of a block that starts `shift` elements
+// into a periodic input (reduce-scatter's block r starts r * count elements in).
+inline std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
+                                          size_t shift) {
+  const size_t period = pattern.size() / elem;
+  std::vector<unsigned char> out(pattern.size());
+  for (size_t i = 0; i < period; ++i) {
+    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
+  }
+  return out;
+}
+
 }  // namespace plexus::test

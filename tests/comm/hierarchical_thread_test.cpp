@@ -89,16 +89,6 @@ struct Case {
   }
 };
 
-// One period of `pattern` starting at element `shift`.
-std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
-                                   size_t shift) {
-  const size_t period = pattern.size() / elem;
-  std::vector<unsigned char> out(pattern.size());
-  for (size_t i = 0; i < period; ++i) {
-    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
-  }
-  return out;
-}
 
 std::string failed(plx_result_t rc) {
   return "returned " + std::to_string(rc) + ": " + plexus::last_error();

@@ -58,16 +58,6 @@ struct Case {
   }
 };
 
-// One period of `pattern` starting at element `shift`: element i is pattern[(i + shift) % period].
-std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
-                                   size_t shift) {
-  const size_t period = pattern.size() / elem;
-  std::vector<unsigned char> out(pattern.size());
-  for (size_t i = 0; i < period; ++i) {
-    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
-  }
-  return out;
-}
 
 CollArgs make_args(Collective collective, const void* send, void* recv, const Case& c) {
   CollArgs args = args_of(collective, c.spec());

@@ -79,16 +79,6 @@ std::string describe(const Call& c) {
          op_name(c.op) + (c.in_place ? " in-place" : "") + " root=" + std::to_string(c.root);
 }
 
-// One period of `pattern` starting at element `shift`.
-std::vector<unsigned char> shifted(const std::vector<unsigned char>& pattern, size_t elem,
-                                   size_t shift) {
-  const size_t period = pattern.size() / elem;
-  std::vector<unsigned char> out(pattern.size());
-  for (size_t i = 0; i < period; ++i) {
-    std::memcpy(&out[i * elem], &pattern[((i + shift) % period) * elem], elem);
-  }
-  return out;
-}
 
 std::string failed(const Call& c, plx_result_t rc, plx_comm_t comm) {
   return c.collective + " returned " + plx_get_error_string(rc) + ": " + plx_get_last_error(comm);
