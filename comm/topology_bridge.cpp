@@ -136,7 +136,7 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
           n = 1;
           rate = kDefaultNicMbitPerS;
         }
-        if (rate < mbit) {
+        if (rate < mbit || nics == 0) {  // the first host even if its total saturated
           mbit = rate;
           nics = n;
         }

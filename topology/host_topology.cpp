@@ -20,7 +20,10 @@ uint32_t HostTopology::pu_count() const {
 
 uint64_t HostTopology::memory_bytes() const {
   uint64_t n = 0;
-  for (const NumaNode& node : numa_nodes) n += node.memory_bytes;
+  for (const NumaNode& node : numa_nodes)
+    n = node.memory_bytes > std::numeric_limits<uint64_t>::max() - n
+            ? std::numeric_limits<uint64_t>::max()
+            : n + node.memory_bytes;
   return n;
 }
 
@@ -50,7 +53,7 @@ uint64_t HostTopology::network_mbit_per_s() const {
       speed = std::max(speed, *nic.speed_mbit_per_s);
     }
   }
-  // Saturates: a file may give speeds whose sum overflows (the reader takes any uint64).
+  // Saturates, though speeds are at most kMaxNicMbitPerS (a HostTopology may be built in code).
   const auto add = [](uint64_t a, uint64_t b) {
     return b > std::numeric_limits<uint64_t>::max() - a ? std::numeric_limits<uint64_t>::max()
                                                         : a + b;

@@ -26,6 +26,11 @@ namespace plexus::topology {
 // spanning packages, a rank not bound to one node).
 inline constexpr int kNoNuma = -1;
 
+// Fastest NIC link speed accepted (Mbit/s): 10 Tbit/s. A topology file's speed_mbit_per_s must
+// be 1..kMaxNicMbitPerS (null: unknown); a discovered speed above it counts as unknown. Keeps
+// every sum of NIC speeds far from overflowing.
+inline constexpr uint64_t kMaxNicMbitPerS = 10'000'000;
+
 struct Package {
   int os_index = 0;
   std::string model;   // CPU model as the processor reports it ("" if unknown)
@@ -122,7 +127,7 @@ struct HostTopology {
 
   uint32_t core_count() const;                             // sum over NUMA nodes
   uint32_t pu_count() const;                               // sum over NUMA nodes
-  uint64_t memory_bytes() const;                           // sum over NUMA nodes
+  uint64_t memory_bytes() const;  // sum over NUMA nodes, saturating at UINT64_MAX
   const NumaNode* find_numa_node(int os_index) const;      // nullptr if none
   const Gpu* find_gpu(std::string_view pci_bus_id) const;  // nullptr if none
   // Sum of the NICs' known speeds, counting each PCI device once (a NIC seen both as a network

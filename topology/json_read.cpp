@@ -2,6 +2,7 @@
 // unknown and missing keys, then check_host() (host_check.h); the first problem names its path.
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -288,7 +289,7 @@ Nic read_nic(const Json& j, const std::string& path) {
   n.numa_node = opt_ref(o, "numa_node");
   const Json* speed = o.find("speed_mbit_per_s");
   if (speed != nullptr && !speed->is_null())
-    n.speed_mbit_per_s = to_uint(*speed, o.path("speed_mbit_per_s"), 0, UINT64_MAX);
+    n.speed_mbit_per_s = to_uint(*speed, o.path("speed_mbit_per_s"), 1, kMaxNicMbitPerS);
   return n;
 }
 
@@ -312,6 +313,16 @@ HostTopology read_host(const Json& j, const std::string& path, uint64_t* count) 
   h.host_id = opt_string(o, "host_id");
   if (o.find("host_id") && h.host_id.empty())
     fail(o.path("host_id"), "expected a non-empty string, got \"\"");
+  for (size_t i = 0; i < h.host_id.size(); ++i) {
+    const auto c = static_cast<unsigned char>(h.host_id[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02x", c);
+      fail(o.path("host_id"), std::string("contains the control character ") + code +
+                                  " at byte " + std::to_string(i) +
+                                  " (host ids are printed and compared as text)");
+    }
+  }
   h.hostname = opt_string(o, "hostname");
   h.description = opt_string(o, "description");
   h.packages = read_list<Package>(o, "packages", false, read_package);

@@ -21,14 +21,16 @@ std::optional<uint64_t> nic_speed_mbit_per_s(const Nic& nic, const std::string& 
     if (!line) return std::nullopt;
     char* end = nullptr;
     long long mbit = std::strtoll(line->c_str(), &end, 10);
-    if (end == line->c_str() || mbit <= 0) return std::nullopt;
+    if (end == line->c_str() || mbit <= 0 || static_cast<uint64_t>(mbit) > kMaxNicMbitPerS)
+      return std::nullopt;
     return static_cast<uint64_t>(mbit);
   }
   auto line = first_line(sysfs_root + "/class/infiniband/" + nic.name + "/ports/1/rate");
   if (!line) return std::nullopt;
   char* end = nullptr;
   double gbit = std::strtod(line->c_str(), &end);  // "100 Gb/sec (4X EDR)"
-  if (end == line->c_str() || !(gbit > 0) || line->find("Gb/sec") == std::string::npos)
+  if (end == line->c_str() || !(gbit > 0) || !(gbit * 1000.0 < kMaxNicMbitPerS) ||
+      line->find("Gb/sec") == std::string::npos)
     return std::nullopt;
   return static_cast<uint64_t>(gbit * 1000.0 + 0.5);
 }

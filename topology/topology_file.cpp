@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "topology/host.h"
+#include "topology/output_path.h"
 #include "topology/topology_json.h"
 
 namespace plexus::topology {
@@ -73,6 +74,10 @@ plx_result_t read_topology_file(const std::string& path, ClusterTopology* out, s
 }
 
 plx_result_t write_text_file(const std::string& path, const std::string& text, std::string* error) {
+  if (std::string why = replace_target_problem(path); !why.empty()) {
+    if (error) *error = path + ": cannot be written: " + why;
+    return PLX_ERROR_SYSTEM;
+  }
   std::string temporary = path + ".tmp." + std::to_string(getpid());
   FILE* f = std::fopen(temporary.c_str(), "wb");
   if (f == nullptr) return system_error(path + ": cannot be written", error);

@@ -23,6 +23,7 @@
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 #include "comm/tuning/measure.h"
+#include "topology/output_path.h"
 
 namespace plexus::comm {
 namespace {
@@ -252,6 +253,10 @@ bool write_cost_cache(const std::string& path, std::string_view host_id,
   }
   const std::string text =
       doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (std::string problem = topology::replace_target_problem(path); !problem.empty()) {
+    *why = problem;
+    return false;
+  }
   const std::string temp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
   std::FILE* file = std::fopen(temp.c_str(), "wb");
   if (!file) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "topology/output_path.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -58,10 +60,8 @@ void save_checkpoint(const std::string& requested, const Checkpoint& checkpoint)
   if (is_link && link_ec) {
     throw CheckpointError("checkpoint '" + requested + "': " + link_ec.message());
   }
-  std::error_code ec;
-  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
-    throw CheckpointError("checkpoint '" + path +
-                          "' exists and is not a regular file (a directory, device or FIFO)");
+  if (std::string why = topology::replace_target_problem(path); !why.empty()) {
+    throw CheckpointError("checkpoint " + why);
   }
   fs::path target(path);
   if (target.has_parent_path()) {

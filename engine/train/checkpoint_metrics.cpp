@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/output_path.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -38,6 +40,7 @@ void keep_steps_up_to(const std::string& path, int64_t last) {
       if (step >= 1 && step <= last) kept += line + "\n";
     }
   }
+  if (std::string why = topology::replace_target_problem(path); !why.empty()) throw cannot(path, why);
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);

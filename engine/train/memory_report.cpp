@@ -8,6 +8,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/output_path.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -37,6 +39,9 @@ void write_memory_report(const std::string& path, int rank, const std::string& p
                          const MemoryTracker& tracker) {
   const nlohmann::json report = {
       {"rank", rank}, {"placement", placement}, {"memory", tracker.report()}};
+  if (std::string why = topology::replace_target_problem(path); !why.empty()) {
+    throw std::runtime_error(fmt::format("rank {}: cannot write the memory report: {}", rank, why));
+  }
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary);

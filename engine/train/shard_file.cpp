@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "topology/output_path.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -140,6 +142,9 @@ void write_shard_file(const std::string& path, int rank, int64_t step,
   const std::string text = header.dump();
   const uint64_t header_bytes = text.size();
 
+  if (std::string why = topology::replace_target_problem(path); !why.empty()) {
+    throw CheckpointError(why);
+  }
   const std::string tmp = path + ".tmp";
   {
     Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));

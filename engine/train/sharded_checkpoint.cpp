@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "topology/output_path.h"
+
 #include "engine/model/gpt_shard.h"
 #include "engine/train/shard_file.h"
 
@@ -56,6 +58,9 @@ nlohmann::json tensor_table(const GptConfig& c) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
+  if (std::string why = topology::replace_target_problem(path); !why.empty()) {
+    throw CheckpointError(why);
+  }
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw CheckpointError(io_error(tmp, "create"));

@@ -31,6 +31,7 @@
 #include "engine/train/memory_plan.h"
 #include "engine/train/memory_report.h"
 #include "engine/train/optimizer_state.h"
+#include "engine/train/output_checks.h"
 #include "engine/train/param_gather.h"
 #include "engine/train/parallel_groups.h"
 #include "engine/train/stage_model.h"
@@ -237,6 +238,12 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   const GptConfig config = model_config(o);
   partition_layers(config.n_layer, P * o.virtual_stages);  // "layers fewer than stages" early
   if (std::string why = check_memory_report_pattern(o.memory_report_path, world.size());
+      !why.empty()) {
+    throw UsageError(why);
+  }
+  // Every output this rank writes at the end, checked now (exit 2) rather than after training.
+  if (std::string why = check_output_paths(o.memory_report_path, o.checkpoint_path,
+                                           o.save_params_path, world.rank());
       !why.empty()) {
     throw UsageError(why);
   }

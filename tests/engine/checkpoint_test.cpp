@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -100,9 +101,25 @@ TEST_F(CheckpointTest, NonRegularTargetsAreRefused) {
     save_checkpoint(folder, sample());
     FAIL() << "saved over a directory";
   } catch (const CheckpointError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("is not a regular file"));
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint '" + folder +
+                                    "' exists and is a folder; refusing to replace it"));
   }
   EXPECT_TRUE(std::filesystem::is_directory(folder));
+  // A FIFO, and a symbolic link to one (followed, then refused): both left as they are.
+  const std::string fifo = (dir_ / "a_fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string link = (dir_ / "to_fifo").string();
+  std::filesystem::create_symlink(fifo, link);
+  for (const std::string& target : {fifo, link}) {
+    try {
+      save_checkpoint(target, sample());
+      ADD_FAILURE() << "saved over " << target;
+    } catch (const CheckpointError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("' exists and is a FIFO; refusing to replace it"));
+    }
+  }
+  EXPECT_EQ(std::filesystem::symlink_status(fifo).type(), std::filesystem::file_type::fifo);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_THROW(load_checkpoint("/dev/zero"), CheckpointError);
 }
 

@@ -4,6 +4,9 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 #include "topology/topology_file.h"
@@ -49,6 +52,40 @@ TEST(PlexusTopo, PrintsTheTreeOfAnExampleFile) {
   EXPECT_EQ(lines.back(),
             "  NVLink: known (NVSwitch, 12 NVLink 3 links per GPU, from AWS's p4d page "
             "(docs/topology.md))");
+}
+
+// PLEXUS_TOPO_DUMP_FILE is written through a temporary file and a rename: a device or a
+// symbolic link there is refused (exit 1, naming it) and left as it is.
+TEST(PlexusTopo, DumpFileRefusesDevicesAndLinks) {
+  test::TempDir dir("plexus-topo-dump");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string file = kExamples + "/p4d.24xlarge.json";
+  const std::string link = dir.path() + "/dump.json";
+  ASSERT_EQ(::symlink((dir.path() + "/target.json").c_str(), link.c_str()), 0);
+  ProcessResult r = topo({"--topo-file", file}, {"PLEXUS_TOPO_DUMP_FILE=" + link});
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "plexus-topo: PLEXUS_TOPO_DUMP_FILE=" + link + ": " + link +
+                       ": cannot be written: '" + link +
+                       "' exists and is a symbolic link (give the file it points to); refusing "
+                       "to replace it\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+
+  r = topo({"--topo-file", file}, {"PLEXUS_TOPO_DUMP_FILE=/dev/null"});
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "plexus-topo: PLEXUS_TOPO_DUMP_FILE=/dev/null: /dev/null: cannot be written: "
+                   "'/dev/null' exists and is a character device; refusing to replace it\n");
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+
+  const std::string plain = dir.path() + "/plain.json";  // a new regular file is written
+  r = topo({"--topo-file", file}, {"PLEXUS_TOPO_DUMP_FILE=" + plain});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+  ASSERT_EQ(::lstat(plain.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
 }
 
 TEST(PlexusTopo, JsonIsTheFileItRead) {

@@ -7,8 +7,12 @@
 #include <cstdint>
 #include <fstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tests/support/temp_dir.h"
 #include "topology/cpu_list.h"
+#include "topology/output_path.h"
 #include "topology/pci_bus_id.h"
 #include "topology/topology_json.h"
 
@@ -182,7 +186,7 @@ TEST(Malformed, WrongTypeNamesTheJsonPath) {
   EXPECT_EQ(
       parse_error(cluster_with(
           kNuma + R"(, "nics": [{"name": "e", "kind": "network", "speed_mbit_per_s": 2.5}])")),
-      "t.json: hosts[0].nics[0].speed_mbit_per_s: expected a non-negative integer, got 2.5");
+      "t.json: hosts[0].nics[0].speed_mbit_per_s: expected a positive integer, got 2.5");
   EXPECT_EQ(parse_error(cluster_with(kNuma + R"(, "nvlink_known": "yes")")),
             "t.json: hosts[0].nvlink_known: expected true or false, got \"yes\"");
   EXPECT_EQ(parse_error(cluster_with(kNuma + R"(, "gpus": {})")),
@@ -307,6 +311,122 @@ TEST(NetworkTotal, SaturatesInsteadOfOverflowing) {
   EXPECT_EQ(h.network_mbit_per_s(), UINT64_MAX);
   h.nics[0].speed_mbit_per_s = 1000;
   EXPECT_EQ(h.network_mbit_per_s(), 1200u);  // a bus id counted once, off-PCI NICs added
+}
+
+TEST(Malformed, NicSpeedIsBounded) {
+  const auto nic = [](const std::string& speed) {
+    return cluster_with(kNuma + R"(, "nics": [{"name": "e", "kind": "efa", "speed_mbit_per_s": )" +
+                        speed + "}]");
+  };
+  EXPECT_EQ(parse_error(nic("0")),
+            "t.json: hosts[0].nics[0].speed_mbit_per_s: expected a positive integer, got 0");
+  EXPECT_EQ(parse_error(nic("18446744073709551615")),
+            "t.json: hosts[0].nics[0].speed_mbit_per_s: expected a positive integer up to "
+            "10000000, got 18446744073709551615");
+  EXPECT_EQ(parse_error(nic("10000001")),
+            "t.json: hosts[0].nics[0].speed_mbit_per_s: expected a positive integer up to "
+            "10000000, got 10000001");
+  EXPECT_EQ(parse_error(nic("10000000")), "");
+  EXPECT_EQ(parse_error(nic("null")), "");
+}
+
+TEST(Malformed, HostIdWithAControlCharacterIsRefused) {
+  const std::string doc = R"({"plexus_topology": 1, "hosts": [{"host_id": "a\u0000b", )" + kNuma +
+                          "}]}";
+  EXPECT_EQ(parse_error(doc),
+            "t.json: hosts[0].host_id: contains the control character 0x00 at byte 1 (host ids "
+            "are printed and compared as text)");
+  EXPECT_EQ(parse_error(R"({"plexus_topology": 1, "host_id": "x\ty", )" + kNuma + "}"),
+            "t.json: host_id: contains the control character 0x09 at byte 1 (host ids are "
+            "printed and compared as text)");
+}
+
+TEST(MemoryTotal, SaturatesInsteadOfWrapping) {
+  HostTopology h;
+  h.numa_nodes.push_back(NumaNode{});
+  h.numa_nodes.push_back(NumaNode{});
+  h.numa_nodes[0].memory_bytes = UINT64_MAX;
+  h.numa_nodes[1].memory_bytes = UINT64_MAX;
+  EXPECT_EQ(h.memory_bytes(), UINT64_MAX);
+  h.numa_nodes[0].memory_bytes = 5;
+  h.numa_nodes[1].memory_bytes = 7;
+  EXPECT_EQ(h.memory_bytes(), 12u);
+  // Through the reader: two nodes of 2^64-1 bytes.
+  ClusterTopology c;
+  std::string error;
+  ASSERT_EQ(parse_topology_json(
+                R"({"plexus_topology": 1, "numa_nodes": [
+                    {"os_index": 0, "memory_bytes": 18446744073709551615, "cores": 1, "pus": 1},
+                    {"os_index": 1, "memory_bytes": 18446744073709551615, "cores": 1, "pus": 1}]})",
+                "t.json", &c, &error),
+            PLX_SUCCESS)
+      << error;
+  EXPECT_EQ(c.hosts[0].memory_bytes(), UINT64_MAX);
+}
+
+// write_text_file writes through a temporary file and a rename: whatever is at the path must be
+// a regular file (or nothing), or it is refused and left as it was.
+TEST(WriteTextFile, RefusesToReplaceWhatIsNotARegularFile) {
+  TempDir dir("plexus-topo-write");
+  ASSERT_FALSE(dir.path().empty());
+  std::string error;
+  const std::string plain = dir.path() + "/plain.json";
+  ASSERT_EQ(write_text_file(plain, "one\n", &error), PLX_SUCCESS) << error;
+  ASSERT_EQ(write_text_file(plain, "two\n", &error), PLX_SUCCESS) << error;  // replaced
+  std::ifstream in(plain);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "two");
+
+  const std::string link = dir.path() + "/link.json";
+  ASSERT_EQ(::symlink(plain.c_str(), link.c_str()), 0);
+  EXPECT_EQ(write_text_file(link, "x", &error), PLX_ERROR_SYSTEM);
+  EXPECT_EQ(error, link + ": cannot be written: '" + link +
+                       "' exists and is a symbolic link (give the file it points to); refusing "
+                       "to replace it");
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));  // still the link
+
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(write_text_file(fifo, "x", &error), PLX_ERROR_SYSTEM);
+  EXPECT_EQ(error, fifo + ": cannot be written: '" + fifo +
+                       "' exists and is a FIFO; refusing to replace it");
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+
+  EXPECT_EQ(write_text_file(dir.path(), "x", &error), PLX_ERROR_SYSTEM);
+  EXPECT_EQ(error, dir.path() + ": cannot be written: '" + dir.path() +
+                       "' exists and is a folder; refusing to replace it");
+
+  // A character device (refused before anything is created or written).
+  EXPECT_EQ(write_text_file("/dev/null", "x", &error), PLX_ERROR_SYSTEM);
+  EXPECT_EQ(error, "/dev/null: cannot be written: '/dev/null' exists and is a character device; "
+                   "refusing to replace it");
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST(OutputPath, FolderChecks) {
+  TempDir dir("plexus-output-path");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string file = dir.path() + "/file";
+  std::ofstream(file) << "x";
+  EXPECT_EQ(output_file_problem(dir.path() + "/new.json"), "");
+  EXPECT_EQ(output_file_problem(file), "");  // a regular file is replaced
+  EXPECT_EQ(output_file_problem(dir.path() + "/missing/new.json"),
+            "'" + dir.path() + "/missing/new.json': folder '" + dir.path() +
+                "/missing' cannot be used: No such file or directory");
+  EXPECT_EQ(output_file_problem(dir.path() + "/missing/deeper/new.json", true), "");
+  EXPECT_EQ(output_file_problem(file + "/new.json"),
+            "'" + file + "/new.json': a part of its folder is not a folder");
+  EXPECT_EQ(output_file_problem(file + "/sub/new.json", true),
+            "'" + file + "/sub/new.json': a part of its folder is not a folder");
+  EXPECT_EQ(output_file_problem(dir.path()),
+            "'" + dir.path() + "' exists and is a folder; refusing to replace it");
+  EXPECT_EQ(output_file_problem(dir.path() + "/"),
+            "'" + dir.path() + "/' names a folder, not a file");
 }
 
 TEST(Malformed, LongAndDeepValuesAreCut) {

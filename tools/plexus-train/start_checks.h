@@ -8,8 +8,9 @@ namespace plexus::train {
 
 // "" if every rank can write `pattern` (--memory-report) at the end: its folder (the text
 // before the last '/', "." if none) exists, is a folder and a file can be created and removed
-// in it. A folder that itself holds "{rank}" differs per rank and is checked by each rank when
-// it writes. Otherwise the message: "--memory-report 'PATH': folder 'F' <reason>".
+// in it. A folder that itself holds "{rank}" differs per rank and is checked by each rank, with
+// its number substituted, before training starts (engine/train/output_checks.h). Otherwise the
+// message: "--memory-report 'PATH': folder 'F' <reason>".
 std::string check_memory_report_folder(const std::string& pattern);
 
 }  // namespace plexus::train
