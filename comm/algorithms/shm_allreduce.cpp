@@ -31,14 +31,12 @@ plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
   const size_t per_piece = peers.slot_bytes() / elem;
-  const size_t pieces = piece_count(args.count, per_piece);
-  const uint32_t first = peers.next_pieces(static_cast<uint32_t>(pieces));
+  const PieceRun run(peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   const bool gather = root < 0 || r == root;
-  for (size_t k = 0; k < pieces; ++k) {
-    const uint32_t g = first + static_cast<uint32_t>(k);
-    const size_t off = k * per_piece, len = std::min(per_piece, args.count - off);
+  for (size_t k = 0; k < run.size(); ++k) {
+    const auto [g, off, len] = run[k];
     unsigned char* own = peers.slot(r, g);
     // 1. stage
     PLX_CHECK(peers.wait_writable(g, op_name));

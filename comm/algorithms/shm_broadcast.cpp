@@ -28,13 +28,11 @@ plx_result_t shm_broadcast(Transport& transport, uint64_t tag_base, const CollAr
   const int r = peers->rank(), root = args.root;
   const size_t elem = datatype_bytes(args.datatype);
   const size_t per_piece = peers->slot_bytes() / elem;
-  const size_t pieces = piece_count(args.count, per_piece);
-  const uint32_t first = peers->next_pieces(static_cast<uint32_t>(pieces));
+  const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
-  for (size_t k = 0; k < pieces; ++k) {
-    const uint32_t g = first + static_cast<uint32_t>(k);
-    const size_t off = k * per_piece, len = std::min(per_piece, args.count - off);
+  for (size_t k = 0; k < run.size(); ++k) {
+    const auto [g, off, len] = run[k];
     if (r == root) {
       PLX_CHECK(peers->wait_writable(g, kOp));
       std::memcpy(peers->slot(r, g), in + off * elem, len * elem);

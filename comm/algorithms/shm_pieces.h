@@ -30,10 +30,32 @@ inline PieceSpan piece_part(size_t count, int n, int part, size_t elem) {
   return {begin, std::min(count, begin + per) - begin};
 }
 
-// Pieces of `count` elements when a piece holds at most `per_piece` (>= 1).
-inline size_t piece_count(size_t count, size_t per_piece) {
-  return (count + per_piece - 1) / per_piece;
-}
+// One piece of a call: its number g (buffer g % 2 of every slot) and its range of the vector.
+struct Piece {
+  uint32_t g = 0;
+  size_t begin = 0;  // elements from the vector's start
+  size_t count = 0;  // elements, at most the pieces' size
+};
+
+// The pieces of one call over `count` elements, at most `per_piece` (>= 1) each, numbered from
+// the communicator's next piece number (PeerMemory::next_pieces, which this reserves).
+class PieceRun {
+ public:
+  PieceRun(PeerMemory& peers, size_t count, size_t per_piece)
+      : count_(count),
+        per_piece_(per_piece),
+        size_((count + per_piece - 1) / per_piece),
+        first_(peers.next_pieces(static_cast<uint32_t>(size_))) {}
+  size_t size() const { return size_; }
+  Piece operator[](size_t k) const {
+    const size_t begin = k * per_piece_;
+    return {first_ + static_cast<uint32_t>(k), begin, std::min(per_piece_, count_ - begin)};
+  }
+
+ private:
+  size_t count_, per_piece_, size_;
+  uint32_t first_;
+};
 
 // dst = the reduction over every rank q, in the order r, r+1, .., r-1, of the `count` elements
 // at byte `offset` of q's buffer of `piece`. dst may be this rank's own buffer there (then it

@@ -28,13 +28,11 @@ plx_result_t shm_reduce_scatter(Transport& transport, uint64_t tag_base, const C
   constexpr const char* kOp = "reduce_scatter:shm";
   const int r = peers->rank();
   const size_t per_piece = peers->slot_bytes() / elem / static_cast<size_t>(n);
-  const size_t pieces = piece_count(args.count, per_piece);
-  const uint32_t first = peers->next_pieces(static_cast<uint32_t>(pieces));
+  const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
-  for (size_t k = 0; k < pieces; ++k) {
-    const uint32_t g = first + static_cast<uint32_t>(k);
-    const size_t off = k * per_piece, len = std::min(per_piece, args.count - off);
+  for (size_t k = 0; k < run.size(); ++k) {
+    const auto [g, off, len] = run[k];
     // 1. stage
     PLX_CHECK(peers->wait_writable(g, kOp));
     unsigned char* own = peers->slot(r, g);
