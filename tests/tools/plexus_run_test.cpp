@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,9 +73,9 @@ TEST(PlexusRun, EveryRankSeesItsEnvironment) {
   auto lines = split_lines(r.out);
   EXPECT_EQ(lines.size(), 4u) << r.out;
   for (int k = 0; k < 4; ++k) {
-    std::string expected = "[" + std::to_string(k) + "] rank=" + std::to_string(k) +
-                           " size=4 local=" + std::to_string(k) +
-                           "/4 addr=127.0.0.1 port=23456";
+    std::ostringstream line;  // not "[" + std::to_string(k): GCC 12 warns -Wrestrict there
+    line << "[" << k << "] rank=" << k << " size=4 local=" << k << "/4 addr=127.0.0.1 port=23456";
+    const std::string expected = line.str();
     EXPECT_TRUE(contains(lines, expected)) << "missing '" << expected << "' in:\n" << r.out;
   }
 }
