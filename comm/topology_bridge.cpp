@@ -9,6 +9,7 @@
 #include <set>
 
 #include "comm/algorithms/host_layout.h"
+#include "comm/core/config.h"
 #include "comm/core/error.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
@@ -153,6 +154,15 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
     } else {
       cost.inter_source = "none (one host)";
     }
+  }
+  if (hosts.size() == 1 && hosts.front()->gpus.empty() && m.nranks >= 2) {
+    std::optional<int64_t> enabled;
+    if (config_integer("PLEXUS_SHM", 0, 1, &enabled) != PLX_SUCCESS) {
+      *error = last_error();
+      return PLX_ERROR_INVALID_ARGUMENT;
+    }
+    cost.peer_memory = enabled.value_or(1) != 0;
+    m.shape.peer_memory = cost.peer_memory;
   }
   m.params = CostParams{cost.alpha_s, cost.beta_s_per_byte, cost.gamma_s_per_byte,
                         cost.inter_alpha_s, cost.inter_beta_s_per_byte};

@@ -13,7 +13,9 @@
 //                   beta = links / (total NIC bytes/s); alpha kNetworkAlphaS; NICs of unknown
 //                   speed count kDefaultNicMbitPerS
 // PLEXUS_COST_MODEL's text, when given, replaces both (with three values, one level), and the
-// host then has one link, as in a communicator.
+// host then has one link, as in a communicator. A one-host communicator of two or more ranks on
+// a host without GPUs also has the shared-memory algorithms (TopologyCost::peer_memory) unless
+// PLEXUS_SHM=0.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +41,10 @@ struct TopologyCost {
   double alpha_s = 0, beta_s_per_byte = 0, gamma_s_per_byte = 0;  // within a host
   double inter_alpha_s = 0, inter_beta_s_per_byte = 0;            // between hosts; 0: one level
   int links_per_host = 1;    // network links a host's messages spread over
+  // The ranks of a one-host communicator without GPUs map a peer-memory segment and the shm
+  // algorithms are priced, as in the communicator (comm/core/communicator_peers.cpp), unless
+  // PLEXUS_SHM=0.
+  bool peer_memory = false;
   std::string intra_source;  // "NVLink: 18 links x 25 GB/s = 450 GB/s per GPU each way"
   std::string inter_source;  // "32 NICs, 3200 Gbit/s per host, as 8 links of 400 Gbit/s"
 };
@@ -53,7 +59,8 @@ class TopologyCostModel {
  public:
   // `cost_model_text`: PLEXUS_COST_MODEL's value ("" = from the topology). Every host of
   // `groups` must be in `cluster`. PLX_ERROR_INVALID_ARGUMENT with PLEXUS_COST_MODEL's message
-  // for bad text, or naming a host id the cluster lacks; *out is written only on success.
+  // for bad text, PLEXUS_SHM's for a bad value of it, or naming a host id the cluster lacks;
+  // *out is written only on success.
   static plx_result_t create(const topology::ClusterTopology& cluster,
                              const topology::RankGroups& groups, std::string_view cost_model_text,
                              size_t chunk_bytes, std::unique_ptr<TopologyCostModel>* out,

@@ -28,13 +28,13 @@ plx_result_t read_text(const std::string& path, std::string* text, std::string* 
   if (stat(path.c_str(), &st) != 0) return system_error(path + ": cannot be read", error);
   if (!S_ISREG(st.st_mode)) {
     if (error) *error = path + ": is not a regular file";
-    return PLX_ERROR_SYSTEM;
+    return PLX_ERROR_INVALID_ARGUMENT;  // a folder, FIFO or device: the argument is wrong
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxTopologyFileBytes) {
     if (error)
       *error = path + ": is " + std::to_string(st.st_size) + " bytes, more than the " +
                std::to_string(kMaxTopologyFileBytes) + " a topology file may have";
-    return PLX_ERROR_SYSTEM;
+    return PLX_ERROR_INVALID_ARGUMENT;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return system_error(path + ": cannot be read", error);

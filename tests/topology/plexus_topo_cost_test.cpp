@@ -61,8 +61,10 @@ double seconds_of(const nlohmann::json& doc, size_t row, const std::string& algo
 TEST(PlexusTopoCost, SimulateOneCpuHostMatchesTheOneLevelFormulas) {
   test::TempDir dir("plexus-topo-cost");
   std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
+  // Without peer memory (PLEXUS_SHM=0) the transport algorithms alone; with it, below.
   ProcessResult r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "4", "--sizes",
-                          "4M", "--format", "json"});
+                          "4M", "--format", "json"},
+                         {"PLEXUS_SHM=0"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
   nlohmann::json doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["nranks"], 4);
@@ -72,6 +74,8 @@ TEST(PlexusTopoCost, SimulateOneCpuHostMatchesTheOneLevelFormulas) {
   EXPECT_DOUBLE_EQ(doc["cost"]["alpha_s"].get<double>(), 5e-6);
   EXPECT_DOUBLE_EQ(doc["cost"]["beta_s_per_byte"].get<double>(), 1e-10);
   EXPECT_DOUBLE_EQ(doc["cost"]["inter_beta_s_per_byte"].get<double>(), 0);
+  EXPECT_EQ(doc["cost"]["peer_memory"], false);
+  EXPECT_FALSE(doc["rows"][0]["algorithms"].contains("shm"));
   const double a = 5e-6, b = 1e-10, g = 1e-10, m = 4 * kMiB;
   // p = 4, slices of 1 MiB:
   //   ring          2(p-1) slices(m/p) a + 2(p-1)/p m b + (p-1)/p m g = 6a + 1.5mb + 0.75mg
@@ -90,6 +94,58 @@ TEST(PlexusTopoCost, SimulateOneCpuHostMatchesTheOneLevelFormulas) {
   const double busbw = m / rabenseifner * 1.5 / 1e9;
   EXPECT_NEAR(doc["rows"][0]["algorithms"]["rabenseifner"]["busbw_gbs"].get<double>(), busbw,
               busbw * 1e-12);
+}
+
+// One host of CPU ranks maps a peer-memory segment in a communicator, so the shm algorithms
+// are priced (comm/tuning/shm_cost.h) and chosen, as the communicator itself would.
+TEST(PlexusTopoCost, OneCpuHostPricesTheSharedMemoryAlgorithms) {
+  test::TempDir dir("plexus-topo-cost");
+  std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
+  ProcessResult r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "4", "--sizes",
+                          "4M", "--format", "json"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["cost"]["peer_memory"], true);
+  // shm allreduce, p = 4, k = 4 pieces of 1 MiB: 2k a + (2 * 2/3 + (p-1)/p) m g.
+  const double a = 5e-6, g = 1e-10, m = 4 * kMiB;
+  const double shm = 8 * a + (4.0 / 3.0 + 0.75) * m * g;
+  EXPECT_NEAR(seconds_of(doc, 0, "shm"), shm, shm * 1e-12);
+  EXPECT_EQ(doc["rows"][0]["chosen"], "shm");  // 914 us against rabenseifner's 964 us
+
+  r = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "4", "--sizes", "4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  EXPECT_TRUE(has_line(r.out, "  peer memory: the ranks share one segment; the shm algorithms "
+                              "are priced (PLEXUS_SHM=0 turns them off)"))
+      << r.out;
+  EXPECT_TRUE(has_line(r.out, "         4 MiB  shm                      914 us        6.88  "
+                              "rabenseifner (964 us)"))
+      << r.out;
+
+  r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "4"}, {"PLEXUS_SHM=2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("PLEXUS_SHM"), std::string::npos) << r.err;
+}
+
+// A cost model of zeros predicts no time: no busbw follows, printed "-" and null in JSON.
+TEST(PlexusTopoCost, ZeroCostModelShowsNoBandwidth) {
+  test::TempDir dir("plexus-topo-cost");
+  std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
+  ProcessResult r = topo({"--topo-file", file, "--ranks", "2", "--ranks-per-host", "2",
+                          "--sizes", "1M"},
+                         {"PLEXUS_COST_MODEL=0,0,0", "PLEXUS_SHM=0"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("beta 0 ns/B (no limit)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("0.00 GB/s"), std::string::npos) << r.out;
+  EXPECT_TRUE(has_line(r.out, "         1 MiB  ring                    0.00 us           -  "
+                              "rabenseifner (0.00 us)"))
+      << r.out;
+  r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "2", "--sizes", "1M",
+            "--format", "json"},
+           {"PLEXUS_COST_MODEL=0,0,0", "PLEXUS_SHM=0"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["rows"][0]["algorithms"]["ring"]["busbw_gbs"].is_null()) << r.out;
+  EXPECT_EQ(doc["rows"][0]["algorithms"]["ring"]["seconds"].get<double>(), 0);
 }
 
 TEST(PlexusTopoCost, PlexusCostModelReplacesTheTopologysParameters) {
@@ -163,7 +219,8 @@ TEST(PlexusTopoCost, TableRowsNameTheChoiceAndTheRunnerUp) {
   test::TempDir dir("plexus-topo-cost");
   std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));
   ProcessResult r = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "4",
-                          "--sizes", "4M"});
+                          "--sizes", "4M"},
+                         {"PLEXUS_SHM=0"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
   // From the formulas above: rabenseifner 963.7184 us, ring 973.7184 us; busbw
   // 4 MiB / 963.7184 us x 1.5 = 6.528 GB/s.
@@ -180,13 +237,15 @@ TEST(PlexusTopoCost, ControlCharactersInNamesAreEscaped) {
   // Host ids may not hold control characters (the reader refuses them); hostnames and
   // descriptions may, and are printed escaped.
   HostTopology h = cpu_host("evil", 0);
-  h.hostname = "evil\x1b[2Jhost\nline";
+  h.hostname = "evil\x1b[2Jhost\nline\xe2\x80\xae\xc2\x9b";  // + U+202E (RLO), U+009B (CSI)
   h.description = "tab\there\\";
   std::string file = write(dir, "evil.json", to_json_text(h));
   ProcessResult r = topo({"--topo-file", file});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
-  EXPECT_TRUE(has_line(r.out, "host evil (hostname evil\\x1b[2Jhost\\nline)")) << r.out;
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
+  EXPECT_TRUE(has_line(r.out, "host evil (hostname evil\\x1b[2Jhost\\nline\\u202e\\u009b)"))
+      << r.out;
   EXPECT_TRUE(has_line(r.out, "  tab\\there\\\\")) << r.out;
 }
 
@@ -212,6 +271,9 @@ TEST(PlexusTopoCost, BadSizesAndFormatsExitWithTwo) {
   r = topo({"--topo-file", file, "--format", "json"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "plexus-topo: --format json needs --simulate\n");
+  r = topo({"--topo-file", "/dev/null"});  // a device, not a topology file
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "plexus-topo: /dev/null: is not a regular file\n");
   r = topo({"--topo-file", file, "--simulate", "--ranks", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "plexus-topo: --simulate: a communicator of 1 rank has nothing to simulate "

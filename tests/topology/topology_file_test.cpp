@@ -476,8 +476,10 @@ TEST(Malformed, FilesThatAreNotTopologies) {
           "or \"<topology\")");
   EXPECT_EQ(read_topology_file(dir.path() + "/missing.json", &c, &error), PLX_ERROR_SYSTEM);
   EXPECT_EQ(error, dir.path() + "/missing.json: cannot be read: No such file or directory");
-  EXPECT_EQ(read_topology_file(dir.path(), &c, &error), PLX_ERROR_SYSTEM);
+  EXPECT_EQ(read_topology_file(dir.path(), &c, &error), PLX_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(error, dir.path() + ": is not a regular file");
+  EXPECT_EQ(read_topology_file("/dev/null", &c, &error), PLX_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error, "/dev/null: is not a regular file");
   std::string bad = write("bad.json", "{\"plexus_topology\": 1, \"numa_nodes\": 3}");
   EXPECT_EQ(read_topology_file(bad, &c, &error), PLX_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(error, bad + ": numa_nodes: expected an array, got 3");

@@ -62,17 +62,59 @@ std::string format_seconds(double seconds) {
   return buf;
 }
 
+std::string format_busbw(double bytes, double seconds, double factor) {
+  if (!(seconds > 0)) return "-";
+  return format_gbs(bytes / seconds * factor);
+}
+
 std::string format_gbs(double bytes_per_second) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", bytes_per_second / 1e9);
   return buf;
 }
 
+namespace {
+
+// The code point of the 2- or 3-byte UTF-8 sequence at text[i] and its length in *bytes, or 0
+// if none starts there.
+uint32_t code_point_at(std::string_view text, size_t i, size_t* bytes) {
+  const auto at = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(text[k])); };
+  const auto continuation = [&](size_t k) { return k < text.size() && (at(k) & 0xc0) == 0x80; };
+  if ((at(i) & 0xe0) == 0xc0 && continuation(i + 1)) {
+    *bytes = 2;
+    return (at(i) & 0x1f) << 6 | (at(i + 1) & 0x3f);
+  }
+  if ((at(i) & 0xf0) == 0xe0 && continuation(i + 1) && continuation(i + 2)) {
+    *bytes = 3;
+    return (at(i) & 0x0f) << 12 | (at(i + 1) & 0x3f) << 6 | (at(i + 2) & 0x3f);
+  }
+  return 0;
+}
+
+// Characters that act on a terminal or hide or reorder the text around them: the C1 controls
+// (U+0080..9F; U+009B is a CSI), the bidirectional controls (U+061C, U+200E/F, U+202A..E,
+// U+2066..9: Unicode TR #9, misused as in CVE-2021-42574) and the zero-width ones (U+200B..D,
+// U+2060, U+FEFF).
+bool hides_or_reorders(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2060 ||
+         cp == 0xfeff;
+}
+
+}  // namespace
+
 std::string printable(std::string_view text) {
   std::string out;
-  for (char ch : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
     const auto c = static_cast<unsigned char>(ch);
-    if (c == '\\') {
+    size_t bytes = 1;
+    if (const uint32_t cp = code_point_at(text, i, &bytes); cp != 0 && hides_or_reorders(cp)) {
+      char buf[12];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+      i += bytes - 1;
+    } else if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";

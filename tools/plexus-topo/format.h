@@ -23,9 +23,14 @@ std::string format_seconds(double seconds);
 
 // Bytes per second as GB/s (10^9), two decimals: "12.34".
 std::string format_gbs(double bytes_per_second);
+// busbw in GB/s of `bytes` moved in `seconds` times `factor`, or "-" when the time is 0 (a cost
+// model of zeros predicts no time, and no rate follows from it).
+std::string format_busbw(double bytes, double seconds, double factor);
 
 // `text` with control characters (below 0x20, and 0x7f) and backslashes escaped as \n, \t,
-// \\ or \xNN, so that a name read from a file cannot break or rewrite the printout.
+// \\ or \xNN, and the C1 controls and the Unicode characters that reorder or hide text (bidi
+// controls such as U+202E, zero-width characters) as \uNNNN, so that a name read from a file
+// cannot break, rewrite or disguise the printout.
 std::string printable(std::string_view text);
 
 // The PCI base class in words ("bridge", "network", "3D controller"), "" if not in the table.

@@ -46,9 +46,9 @@ void print_links(FILE* out, const HostTopology& host) {
 
 std::string seconds_params(double alpha, double beta) {
   char buf[96];
-  std::snprintf(buf, sizeof(buf), "alpha %s, beta %.4g ns/B (%s GB/s)",
-                format_seconds(alpha).c_str(), beta * 1e9,
-                format_gbs(beta > 0 ? 1 / beta : 0).c_str());
+  const std::string rate = beta > 0 ? format_gbs(1 / beta) + " GB/s" : "no limit";
+  std::snprintf(buf, sizeof(buf), "alpha %s, beta %.4g ns/B (%s)", format_seconds(alpha).c_str(),
+                beta * 1e9, rate.c_str());
   return buf;
 }
 
@@ -95,6 +95,9 @@ plx_result_t print_collective_choices(FILE* out, const ClusterTopology& cluster,
                  seconds_params(cost.inter_alpha_s, cost.inter_beta_s_per_byte).c_str());
   else
     std::fprintf(out, "  cost model between hosts: %s\n", cost.inter_source.c_str());
+  if (cost.peer_memory)
+    std::fprintf(out, "  peer memory: the ranks share one segment; the shm algorithms are priced "
+                      "(PLEXUS_SHM=0 turns them off)\n");
   if (n < 2) {
     std::fprintf(out, "  one rank: nothing moves, every collective takes no time\n");
     return PLX_SUCCESS;
@@ -113,13 +116,13 @@ plx_result_t print_collective_choices(FILE* out, const ClusterTopology& cluster,
           rc != PLX_SUCCESS)
         return rc;
       const AlgorithmPrediction& best = ranked.front();
-      const double busbw = best.seconds > 0 ? static_cast<double>(size) / best.seconds * factor : 0;
       std::string runner_up = ranked.size() > 1 ? ranked[1].algorithm + " (" +
                                                       format_seconds(ranked[1].seconds) + ")"
                                                 : "-";
       std::fprintf(out, "    %10s  %-20s %10s %11s  %s\n", format_bytes(size).c_str(),
                    best.algorithm.c_str(), format_seconds(best.seconds).c_str(),
-                   format_gbs(busbw).c_str(), runner_up.c_str());
+                   format_busbw(static_cast<double>(size), best.seconds, factor).c_str(),
+                   runner_up.c_str());
     }
   }
   return PLX_SUCCESS;

@@ -13,9 +13,10 @@ namespace plexus::topo_tool {
 using plexus::comm::AlgorithmPrediction;
 using plexus::comm::TopologyCostModel;
 
-const std::vector<std::string>& simulated_algorithms() {
-  static const std::vector<std::string> names = {"ring", "double_binary_tree", "rabenseifner",
-                                                 "recursive_doubling", "hierarchical"};
+std::vector<std::string> simulated_algorithms(bool peer_memory) {
+  std::vector<std::string> names = {"ring", "double_binary_tree", "rabenseifner",
+                                    "recursive_doubling", "hierarchical"};
+  if (peer_memory) names.push_back("shm");
   return names;
 }
 
@@ -35,6 +36,7 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
     return rc;
   const comm::TopologyCost& cost = model->cost();
   const double factor = comm::bus_factor("allreduce", n);
+  const std::vector<std::string> names = simulated_algorithms(cost.peer_memory);
   const std::string per_host =
       g.uniform() ? std::to_string(g.hosts.front().size()) : std::string("uneven");
 
@@ -48,8 +50,8 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
     std::fprintf(out, "  busbw GB/s (time) per algorithm, busbw = size / time x 2(n-1)/n; "
                       "* = the cost model's choice\n");
     std::fprintf(out, "  %9s", "size");
-    for (const std::string& name : simulated_algorithms())
-      std::fprintf(out, name == simulated_algorithms().back() ? "  %s" : "  %-20s", name.c_str());
+    for (const std::string& name : names)
+      std::fprintf(out, name == names.back() ? "  %s" : "  %-20s", name.c_str());
     std::fprintf(out, "\n");
   }
   for (uint64_t size : options.sizes) {
@@ -62,14 +64,16 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
     const std::string& chosen = ranked.front().algorithm;
     nlohmann::json algorithms = nlohmann::json::object();
     if (!options.json) std::fprintf(out, "  %9s", format_bytes(size).c_str());
-    for (const std::string& name : simulated_algorithms()) {
+    for (const std::string& name : names) {
       const double t = seconds[name];
       const double busbw = t > 0 ? static_cast<double>(size) / t * factor : 0;
-      algorithms[name] = {{"seconds", t}, {"busbw_gbs", busbw / 1e9}};
+      algorithms[name] = {{"seconds", t},
+                          {"busbw_gbs", t > 0 ? nlohmann::json(busbw / 1e9) : nlohmann::json()}};
       if (!options.json) {
-        std::string cell = format_gbs(busbw) + " (" + format_seconds(t) + ")" +
+        std::string cell = format_busbw(static_cast<double>(size), t, factor) + " (" +
+                           format_seconds(t) + ")" +
                            (name == chosen ? "*" : "");
-        std::fprintf(out, name == simulated_algorithms().back() ? "  %s" : "  %-20s",
+        std::fprintf(out, name == names.back() ? "  %s" : "  %-20s",
                      cell.c_str());
       }
     }
@@ -91,6 +95,7 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
           {"inter_alpha_s", cost.inter_alpha_s},
           {"inter_beta_s_per_byte", cost.inter_beta_s_per_byte},
           {"links_per_host", cost.links_per_host},
+          {"peer_memory", cost.peer_memory},
           {"intra", cost.intra_source},
           {"inter", cost.inter_source}}},
         {"rows", rows}};

@@ -6,10 +6,12 @@
 //   {"collective": "allreduce", "nranks": 1024, "hosts": 128, "ranks_per_host": 8,
 //    "chunk_bytes": 1048576, "bus_factor": 1.998,
 //    "cost": {"alpha_s": .., "beta_s_per_byte": .., "gamma_s_per_byte": .., "inter_alpha_s": ..,
-//             "inter_beta_s_per_byte": .., "links_per_host": 8, "intra": "..", "inter": ".."},
+//             "inter_beta_s_per_byte": .., "links_per_host": 8, "peer_memory": false,
+//             "intra": "..", "inter": ".."},
 //    "rows": [{"bytes": 1024, "chosen": "recursive_doubling",
 //              "algorithms": {"ring": {"seconds": .., "busbw_gbs": ..}, ...}}, ...]}
-// busbw_gbs = bytes / seconds x 2(n-1)/n / 10^9 (nccl-tests' allreduce bus bandwidth).
+// busbw_gbs = bytes / seconds x 2(n-1)/n / 10^9 (nccl-tests' allreduce bus bandwidth); null
+// when the predicted time is 0 (a cost model of zeros), which the table prints as "-".
 #pragma once
 
 #include <cstdint>
@@ -23,8 +25,9 @@
 
 namespace plexus::topo_tool {
 
-// The allreduce algorithms --simulate compares, in its column order.
-const std::vector<std::string>& simulated_algorithms();
+// The allreduce algorithms --simulate compares, in its column order: "shm" last when the ranks
+// share a peer-memory segment (TopologyCost::peer_memory).
+std::vector<std::string> simulated_algorithms(bool peer_memory);
 
 struct SimulateOptions {
   std::vector<uint64_t> sizes;  // bytes of the vector
