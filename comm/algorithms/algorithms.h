@@ -16,10 +16,12 @@
 // Where ranks run: args.hosts (host_layout.h), set by the communicator; NULL means every rank
 // on one host. Only the hierarchical algorithms read it; the others ignore it.
 //
-// Peer memory: args.peers (comm/transport/peer_memory/peer_memory.h), set by the communicator
-// when all its ranks share one host and the segment could be made (PLEXUS_SHM=1, the default);
-// NULL otherwise. Only the shm_* algorithms read it; without it they run the flat algorithm
-// named beside each below.
+// Peer memory: args.peers (comm/transport/peer_memory/peer_memory.h), the segment shared by
+// this rank's host, set by the communicator when the segments could be made (PLEXUS_SHM=1, the
+// default); NULL otherwise. peers->size() tells whose: the whole communicator when it runs on
+// one host, which the shm_* algorithms need (without it they run the flat algorithm named
+// beside each below); this host's ranks (peers->rank() the local rank) when it spans hosts,
+// which the hierarchical algorithms use for their intra-host phases (shm_group.h).
 //
 // Ops: args.op is one of PLX_SUM, PLX_PROD, PLX_MIN, PLX_MAX, PLX_AVG. PLX_AVG reduces as a sum
 // and divides once by n at the end (divide_by in comm/reduce/reduce.h). The pre-multiplied sum
@@ -90,8 +92,9 @@ struct CollArgs {
   size_t chunk_bytes = size_t{1} << 20;
   // The communicator's hosts (the hierarchical algorithms); NULL: one host. Not owned.
   const HostLayout* hosts = nullptr;
-  // The staging buffers shared by the ranks of this host (the shm_* algorithms); NULL: none.
-  // Not owned; the algorithms advance its piece counter.
+  // The staging buffers shared by the ranks of this host (the shm_* algorithms when they are
+  // every rank, the hierarchical ones' intra-host phases); NULL: none. Not owned; the
+  // algorithms advance its piece counter.
   PeerMemory* peers = nullptr;
 };
 

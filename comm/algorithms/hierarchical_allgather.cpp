@@ -13,8 +13,9 @@
 //   1. inter-host allgather along each lane j this rank holds (ring over lane_group(j)): the
 //      member on host g contributes the block of rank hosts[g][j], or nothing when host g has no
 //      local rank j; every holder of lane j then has the blocks of all ranks on lane j;
-//   2. intra-host allgather (ring over the host's ranks): part p = the blocks q with
-//      lane(q) mod L_h == p, which rank hosts[h][p] holds after step 1.
+//   2. intra-host allgather (through the host's peer memory, shm_group.h, else a ring over the
+//      host's ranks): part p = the blocks q with lane(q) mod L_h == p, which rank hosts[h][p]
+//      holds after step 1.
 //
 // Worked example, uneven hosts 3 + 2: A = [0 1 2], B = [3 4], lanes 0 [0 3], 1 [1 4], 2 [2 3].
 //   1. lane 0: 0 <-> 3 swap blocks 0 and 3;  lane 1: 1 <-> 4 swap 1 and 4;  lane 2: rank 2
@@ -44,6 +45,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/host_layout.h"
+#include "comm/algorithms/shm_group.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 
@@ -83,8 +85,8 @@ plx_result_t hierarchical_allgather(Transport& transport, uint64_t tag_base,
     intra.parts[layout->local_rank[q] % local].push_back(
         {nullptr, out + q * block_bytes, args.count});
   }
-  return group_allgather(transport, tag_window(tag_base, lanes, windows), intra, args.datatype,
-                         args.chunk_bytes);
+  return host_allgather(transport, tag_window(tag_base, lanes, windows), intra, args.peers,
+                        args.datatype, args.chunk_bytes, "allgather:hierarchical", nullptr);
 }
 
 }  // namespace plexus::comm

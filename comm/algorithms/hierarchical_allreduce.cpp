@@ -10,8 +10,8 @@
 // The vector is cut into M = max_local() near-equal blocks, block j for lane j; on host h block
 // j belongs to proxy(h, j), local rank j mod L_h (host_layout.h):
 //
-//   1. intra-host reduce-scatter (ring over the host's ranks): the owner of block j on host h
-//      gets the host's partial sum of block j, in recvbuf;
+//   1. intra-host reduce-scatter (ring over the host's ranks, or their peer memory; below):
+//      the owner of block j on host h gets the host's partial sum of block j, in recvbuf;
 //   2. inter-host allreduce of block j along lane j (ring reduce-scatter then ring allgather
 //      over lane_group(j), one rank per host), for every lane this rank holds, in increasing j:
 //      block j is now reduced over every rank (PLX_AVG divides it here, once);
@@ -57,6 +57,17 @@
 // pipeline cannot deadlock. One host, or one rank per host, have nothing to overlap and run the
 // three steps once over the whole vector.
 //
+// Intra-host steps through peer memory. When the communicator has a segment on every host with
+// several ranks (CollArgs::peers, its members this host's ranks), steps 1 and 3 run through it
+// (shm_group.h) instead of rings: per round of a slot every rank stages, waits for its host's
+// ranks and reduces the blocks it owns straight from their slots into recvbuf; for step 3 the
+// owners stage their final blocks and the others copy them. No intra-host byte then crosses
+// the transport, which leaves the cores to the network step, and every wait for the host's ranks
+// advances the lane rings in flight, as the pipeline's blocking steps do between them. A host of
+// one rank, or none with a segment (PLEXUS_SHM=0, or it could not be made), runs the rings. A
+// retiring segment's lanes are waited for step by step, the other segments' lanes advanced in
+// between, so no posted lane waits for the next step's post longer than one step.
+//
 // Tags: every ring runs in its own window of the call's indices (group_ring.h). Whole vector:
 // window 0 for step 1, 1 + 2j and 2 + 2j for lane j's reduce-scatter and allgather, 2M + 1 for
 // step 3. Pipelined: segment s has windows s(M + 2) .. s(M + 2) + M + 1: step 1, lane j's ring
@@ -77,6 +88,7 @@
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/hierarchical_pipeline.h"
 #include "comm/algorithms/host_layout.h"
+#include "comm/algorithms/shm_group.h"
 #include "comm/algorithms/slices.h"
 #include "comm/algorithms/trivial_reduction.h"
 #include "comm/core/error.h"
@@ -87,6 +99,7 @@ namespace {
 
 // Segments whose lanes may be in flight at once beyond the one just started.
 constexpr size_t kDepth = 2;
+constexpr const char* kName = "allreduce:hierarchical";
 // The most segments: beyond it a segment's set-up outweighs what a finer pipeline saves.
 constexpr size_t kMaxSegments = 1024;
 
@@ -122,9 +135,9 @@ plx_result_t whole_vector(const Call& c, uint64_t tag_base) {
   const RingGroup intra = intra_group(c, 0, args.count);
 
   // 1. Intra-host reduce-scatter (one rank: its own input is the host's partial).
-  PLX_CHECK(group_reduce_scatter(c.transport, tag_window(tag_base, 0, windows), intra,
-                                 args.datatype, args.op, c.hosts == 1 ? c.divisor : 0,
-                                 args.chunk_bytes));
+  PLX_CHECK(host_reduce_scatter(c.transport, tag_window(tag_base, 0, windows), intra, args.peers,
+                                args.datatype, args.op, c.hosts == 1 ? c.divisor : 0,
+                                args.chunk_bytes, kName, nullptr));
   // 2. Inter-host allreduce of each block this rank holds, along its lane, in place.
   for (int j = c.i; c.hosts > 1 && j < c.lanes; j += c.local) {
     if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
@@ -141,8 +154,8 @@ plx_result_t whole_vector(const Call& c, uint64_t tag_base) {
                               args.datatype, args.chunk_bytes));
   }
   // 3. Intra-host allgather of the final blocks.
-  return group_allgather(c.transport, tag_window(tag_base, windows - 1, windows), intra,
-                         args.datatype, args.chunk_bytes);
+  return host_allgather(c.transport, tag_window(tag_base, windows - 1, windows), intra,
+                        args.peers, args.datatype, args.chunk_bytes, kName, nullptr);
 }
 
 // S: segments of about M * K * chunk_bytes, so that each step of a lane's ring (a K-th of the
@@ -186,14 +199,22 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
   };
 
   std::deque<Segment> flight;
-  // 3. for the oldest segment in flight: its lanes finish, then the intra-host allgather.
+  // What the intra-host steps do while they wait for the host's ranks (through peer memory).
+  const IdleWork idle = [&flight]() { return advance_all(flight); };
+  // 3. for the oldest segment in flight: its lanes finish, step by step with the others
+  // advanced in between, then the intra-host allgather.
   const auto retire = [&]() -> plx_result_t {
     Segment& oldest = flight.front();
-    for (auto& lane : oldest.lanes) PLX_CHECK(lane->finish());
+    for (auto& lane : oldest.lanes) {
+      while (!lane->done()) {
+        PLX_CHECK(lane->wait_step());
+        PLX_CHECK(advance_all(flight));
+      }
+    }
     const RingGroup intra =
         intra_group(c, segments.begin(oldest.index), segments.size(oldest.index));
-    PLX_CHECK(group_allgather(c.transport, window(oldest.index, per_segment - 1), intra,
-                              args.datatype, args.chunk_bytes));
+    PLX_CHECK(host_allgather(c.transport, window(oldest.index, per_segment - 1), intra,
+                             args.peers, args.datatype, args.chunk_bytes, kName, &idle));
     flight.pop_front();
     return advance_all(flight);
   };
@@ -201,8 +222,9 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
   for (size_t s = 0; s < segments.parts; ++s) {
     const size_t first = segments.begin(s), count = segments.size(s);
     // 1. Intra-host reduce-scatter of segment s.
-    PLX_CHECK(group_reduce_scatter(c.transport, window(s, 0), intra_group(c, first, count),
-                                   args.datatype, args.op, 0, args.chunk_bytes));
+    PLX_CHECK(host_reduce_scatter(c.transport, window(s, 0), intra_group(c, first, count),
+                                  args.peers, args.datatype, args.op, 0, args.chunk_bytes, kName,
+                                  &idle));
     // 2. Its lanes' rings between the hosts, posted; they progress while the host works.
     Segment segment{s, {}};
     const Blocks blocks{count, lanes};

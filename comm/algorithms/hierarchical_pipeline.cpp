@@ -111,16 +111,19 @@ plx_result_t LaneRing::advance() {
   return PLX_SUCCESS;
 }
 
+plx_result_t LaneRing::wait_step() {
+  if (done()) return PLX_SUCCESS;
+  Posted& p = *posted_;
+  Request* reqs[2] = {};
+  size_t n = 0;
+  if (p.recv_posted) reqs[n++] = &p.recv;
+  if (p.send_posted) reqs[n++] = &p.send;
+  if (n > 0) PLX_CHECK(transport_.wait_all(reqs, n));
+  return complete_step();
+}
+
 plx_result_t LaneRing::finish() {
-  while (!done()) {
-    Posted& p = *posted_;
-    Request* reqs[2] = {};
-    size_t n = 0;
-    if (p.recv_posted) reqs[n++] = &p.recv;
-    if (p.send_posted) reqs[n++] = &p.send;
-    if (n > 0) PLX_CHECK(transport_.wait_all(reqs, n));
-    PLX_CHECK(complete_step());
-  }
+  while (!done()) PLX_CHECK(wait_step());
   return PLX_SUCCESS;
 }
 

@@ -20,8 +20,8 @@
 // buffer is never written while a send reads it. Shards of no elements send nothing (both ends
 // agree). Bytes on the wire per member: 2(K-1)/K of the block each way.
 //
-// Progress. advance() never blocks: it retires finished steps and posts the next ones. finish()
-// waits. The transport progresses every posted request in any wait (transport.h), so a step
+// Progress. advance() never blocks: it retires finished steps and posts the next ones.
+// wait_step() waits for one step, finish() for all. The transport progresses every posted request in any wait (transport.h), so a step
 // posted before a blocking intra-host ring moves across the network during it.
 //
 // Failure: a failed wait may leave requests posted; the ring then leaks its requests and staging
@@ -53,6 +53,9 @@ class LaneRing {
   plx_result_t start();
   // Retires every finished step and posts the next; never blocks.
   plx_result_t advance();
+  // Waits for the step in flight, then posts the next (the caller advances other rings between
+  // steps).
+  plx_result_t wait_step();
   // Waits until every step has finished.
   plx_result_t finish();
   bool done() const { return step_ == steps_; }

@@ -11,9 +11,10 @@
 // that lane there (local rank lane(q) mod L_h), and the lane then reduces the hosts' partials
 // into rank q itself, which holds its own lane on its own host.
 //
-//   1. intra-host reduce-scatter (ring over the host's ranks): part p = the blocks q with
-//      lane(q) mod L_h == p, so each rank gets its host's partial of every block on the lanes
-//      it holds, in scratch memory (on one host: its own block, straight into recvbuf);
+//   1. intra-host reduce-scatter (through the host's peer memory, shm_group.h, else a ring over
+//      the host's ranks): part p = the blocks q with lane(q) mod L_h == p, so each rank gets its
+//      host's partial of every block on the lanes it holds, in scratch memory (on one host: its
+//      own block, straight into recvbuf);
 //   2. inter-host reduce-scatter along each lane j this rank holds (ring over lane_group(j)):
 //      the member on host g owns the block of rank hosts[g][j], or nothing when host g has no
 //      local rank j; the owner divides for PLX_AVG, once.
@@ -42,6 +43,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/host_layout.h"
+#include "comm/algorithms/shm_group.h"
 #include "comm/algorithms/staging_buffer.h"
 #include "comm/algorithms/trivial_reduction.h"
 #include "comm/core/error.h"
@@ -85,9 +87,9 @@ plx_result_t hierarchical_reduce_scatter(Transport& transport, uint64_t tag_base
                                           : scratch.data() + slot[q] * block_bytes;
         intra.parts[p].push_back({in + q * block_bytes, dst, args.count});
       }
-      PLX_CHECK(group_reduce_scatter(transport, tag_window(tag_base, 0, windows), intra,
-                                     args.datatype, args.op, hosts == 1 ? n : 0,
-                                     args.chunk_bytes));
+      PLX_CHECK(host_reduce_scatter(transport, tag_window(tag_base, 0, windows), intra,
+                                    args.peers, args.datatype, args.op, hosts == 1 ? n : 0,
+                                    args.chunk_bytes, "reduce_scatter:hierarchical", nullptr));
     }
     // 2. Inter-host reduce-scatter along each lane this rank holds.
     for (int j = i; hosts > 1 && j < lanes; j += local) {

@@ -50,8 +50,10 @@ struct plx_comm {
   std::unique_ptr<plexus::bootstrap::RendezvousServer> server;  // when this process runs it
   std::unique_ptr<plexus::bootstrap::RendezvousClient> rendezvous;  // world communicators only
   std::unique_ptr<plexus::comm::Transport> transport;
-  // Staging buffers shared with the other ranks when all are on this host (the shm algorithms,
-  // CollArgs::peers); NULL otherwise. Made by open_peer_memory.
+  // Staging buffers shared with the other ranks of this host (CollArgs::peers): every rank's
+  // when all are on this host (the shm algorithms), this host's ranks' when the communicator
+  // spans hosts (the hierarchical algorithms' intra-host phases); NULL when this host has one
+  // rank or some rank could not map its segment. Made by open_peer_memory.
   std::unique_ptr<plexus::comm::PeerMemory> peers;
   std::unique_ptr<plexus::comm::Executor> executor;
 
@@ -116,9 +118,10 @@ void abort_communicator(plx_comm* comm);
 // host_ids (which must be set, one per rank).
 plx_result_t finish_setup(plx_comm* comm);
 
-// Collective over comm once every rank can receive (communicator_peers.cpp): when every rank
-// runs on this host, the peer-memory segment of the shm algorithms, with slots of chunk_bytes
-// (PLEXUS_SHM=0 on any rank: none, on every rank), and cost_shape.peer_memory to match.
+// Collective over comm once every rank can receive (communicator_peers.cpp): the peer-memory
+// segment of this rank's host (the whole communicator when it runs on one host), with slots of
+// chunk_bytes (PLEXUS_SHM=0 or a failure on any rank: none, on every rank), and
+// cost_shape.peer_memory true when every host with several ranks has one.
 plx_result_t open_peer_memory(plx_comm* comm);
 
 }  // namespace plexus::comm

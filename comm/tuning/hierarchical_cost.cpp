@@ -27,6 +27,17 @@
 // two levels to be different resources; with one-level parameters (shared_link false: the
 // network costs what memory does) the phases are summed, S = 1.
 //
+// With a peer-memory segment on every host (shape.peer_memory; comm/algorithms/shm_group.h) the
+// intra-host phases send no messages and are priced at memory speed, as shm_cost.h prices the
+// one-host shm algorithms: a phase over a group vector of t bytes (M y for the allreduce's
+// segment, n b for the reduce-scatter and allgather) of which a rank of a host of L ranks owns u
+// takes rounds of a slot (k = slices(t, slot), the slot chunk_bytes rounded up to a page), each
+// one wait a_i (two for a reduce-scatter), and
+//
+//   reduce-scatter   2k a_i + (t - u) kCopyGamma g + (L-1) u g    stage the others' parts,
+//                                                                   reduce its own from L-1 slots
+//   allgather        k a_i + t kCopyGamma g                         stage its own, copy the rest
+//
 // Sources:
 //   [TRG] R. Thakur, R. Rabenseifner and W. Gropp, IJHPCA 19(1), 2005 (the flat formulas).
 //   [PY]  P. Patarasuk and X. Yuan, JPDC 69(2), 2009 (pipelined rings).
@@ -43,6 +54,7 @@
 #include <cmath>
 
 #include "comm/tuning/cost_terms.h"
+#include "comm/tuning/shm_cost.h"
 
 namespace plexus::comm {
 namespace {
@@ -80,6 +92,26 @@ struct Hier {
   }
   double boundary() const { return s.max_local > 1 ? p.alpha_intra : 0; }
 
+  // An intra-host reduce-scatter (reduces) or allgather whose part on a host of L ranks is
+  // pieces(L) pieces of `piece` bytes, out of a group vector of `total` bytes: the ring, or
+  // with peer memory the header's formulas, the slowest host counting.
+  template <typename Pieces>
+  double intra(double piece, Pieces pieces, double total, bool reduces) const {
+    if (!s.peer_memory) return intra_ring(piece, pieces, reduces);
+    const size_t slot = c == 0 ? 0 : (c + 4095) / 4096 * 4096;
+    const double k = slices(total, slot);
+    double worst = 0;
+    for (const int L : s.local_sizes) {
+      if (L < 2) continue;
+      const double u = std::min(total, piece * pieces(L));
+      worst = std::max(worst, reduces ? 2 * k * p.alpha_intra +
+                                            (total - u) * kCopyGamma * p.gamma +
+                                            (L - 1) * u * p.gamma
+                                      : k * p.alpha_intra + total * kCopyGamma * p.gamma);
+    }
+    return worst;
+  }
+
   // [UY], [TH]: per segment of m/S, intra reduce-scatter of the M blocks y = m/(S M) (a host
   // of L ranks holds ceil(M/L) of them), a ring allreduce of each block between the K hosts
   // ([PY]: 2(K-1) steps of y/K, lanes in parallel), intra allgather; two boundaries; the S
@@ -90,7 +122,7 @@ struct Hier {
     const auto blocks = [&](int L) { return std::ceil(M() / L); };
     const double inter = q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter +
                          lane_beta(2 * (K() - 1) / K() * y) + q() * (K() - 1) / K() * y * p.gamma;
-    const double host = intra_ring(y, blocks, true) + intra_ring(y, blocks, false);
+    const double host = intra(y, blocks, M() * y, true) + intra(y, blocks, M() * y, false);
     return host + inter + 2 * boundary() + (S - 1) * std::max(host, inter);
   }
   // S of hierarchical_allreduce.cpp: segments of about M K c bytes (each lane-ring step moves
@@ -106,13 +138,13 @@ struct Hier {
     const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
     const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter +
                          lane_beta((K() - 1) * b) + q() * (K() - 1) * b * p.gamma;
-    return intra_ring(b, blocks, true) + inter + boundary();
+    return intra(b, blocks, s.nranks * b, true) + inter + boundary();
   }
   // [TH]: the mirror of reduce_scatter, without the reduction.
   double allgather(double b) const {
     const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
     const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter + lane_beta((K() - 1) * b);
-    return inter + intra_ring(b, blocks, false) + boundary();
+    return inter + intra(b, blocks, s.nranks * b, false) + boundary();
   }
   // [CHPV], host_tree.h: a pipeline of k = slices(m) slices of x = m/k takes the sum of its
   // stages for the first slice plus k - 1 times its slowest stage. The stages: the network hops

@@ -1,7 +1,8 @@
 // hierarchical_cost.h - predicted time of the hierarchical algorithms
 // (comm/algorithms/hierarchical_*.cpp) on a communicator that spans hosts, under the two-level
 // alpha-beta-gamma model of cost_model.h. The formulas, with their sources, are in the .cpp.
-// Used by predict_seconds() only (one-host shapes never reach it).
+// Used by predict_seconds() only (one-host shapes never reach it). With shape.peer_memory (a
+// segment on every host with several ranks) the intra-host phases are priced at memory speed.
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,8 @@
 // each result on every rank against the closed forms of collective_reference.h.
 //
 // Layouts 2x2, 2x3 and 3x2 (hosts x ranks) and an uneven 3 + 2, unshaped links so each runs in
-// seconds; the script's own contract (exit status of the first failing rank, timeout, SIGTERM,
+// seconds; the hosts' ranks share a peer-memory segment each (the namespaces share /dev/shm), so
+// the intra-host phases run through it, and once more with PLEXUS_SHM=0 over the rings; the script's own contract (exit status of the first failing rank, timeout, SIGTERM,
 // nothing left behind) is checked too. Every test skips when the script exits 77: this machine
 // does not let it create namespaces.
 #include <gtest/gtest.h>
@@ -68,10 +69,14 @@ void expect_cleaned_up(const ProcessResult& r) {
   EXPECT_TRUE(namespaces_left(prefix).empty()) << prefix << "* left behind";
 }
 
-// Runs the driver on the layout; every rank must report all its calls passed.
-void run_layout(const std::string& ranks_per_host, int hosts, int world) {
+// Runs the driver on the layout (kEnv plus `extra`); every rank must report all its calls
+// passed.
+void run_layout(const std::string& ranks_per_host, int hosts, int world,
+                const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> env = kEnv;
+  env.insert(env.end(), extra.begin(), extra.end());
   ProcessResult r =
-      run_process(script(ranks_per_host, hosts, {EMULATED_CLUSTER_DRIVER}), 180, kEnv);
+      run_process(script(ranks_per_host, hosts, {EMULATED_CLUSTER_DRIVER}), 180, env);
   if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
   ASSERT_FALSE(r.timed_out) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -88,6 +93,9 @@ TEST(EmulatedCluster, TwoHostsOfTwoRanks) { run_layout("2", 2, 4); }
 TEST(EmulatedCluster, TwoHostsOfThreeRanks) { run_layout("3", 2, 6); }
 TEST(EmulatedCluster, ThreeHostsOfTwoRanks) { run_layout("2", 3, 6); }
 TEST(EmulatedCluster, UnevenHostsThreeAndTwo) { run_layout("3,2", 0, 5); }
+TEST(EmulatedCluster, UnevenHostsWithoutPeerMemory) {
+  run_layout("3,2", 0, 5, {"PLEXUS_SHM=0"});
+}
 
 // The launcher variables each rank gets, and the host it runs in (its own veth address).
 TEST(EmulatedClusterScript, GivesEachRankItsHostAndRank) {

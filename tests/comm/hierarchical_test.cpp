@@ -144,11 +144,13 @@ void run_world(const World& world, const EnvList& env,
 }
 
 // "allreduce:<name>" of the cost model's choice for a float32 allreduce of `count` elements on
-// `world` with kTwoLevelModel.
+// `world` with kTwoLevelModel, whose hosts have their peer-memory segments (PLEXUS_SHM is not 0
+// in these worlds).
 std::string model_choice(const World& world, size_t count) {
   comm::CostParams params;
   comm::parse_cost_model(kTwoLevelModel, 0, &params);
-  const comm::CostShape shape = comm::cost_shape(comm::host_layout(world.hosts));
+  comm::CostShape shape = comm::cost_shape(comm::host_layout(world.hosts));
+  shape.peer_memory = true;
   const auto choice =
       comm::choose(comm::Collective::Allreduce, count * 4, shape, params, kChunkBytes);
   return "allreduce:" + std::string(comm::algorithm_name(choice.algorithm));

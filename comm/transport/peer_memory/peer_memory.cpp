@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kNameBytes = 128;      // the create message: status byte, then the name
 constexpr int kSleepUs = 2000;          // one futex sleep; checks run between sleeps
+constexpr int kIdleSleepUs = 250;       // with IdleWork: run it at least this often
 constexpr int kSpins = 200;             // polls before the first sleep (a few microseconds)
 constexpr auto kPidCheckEvery = std::chrono::milliseconds(50);
 
@@ -49,22 +51,46 @@ inline void cpu_relax() {
 
 }  // namespace
 
-PeerMemory::PeerMemory(int rank, int size, int timeout_ms, std::shared_ptr<AsyncState> async)
-    : rank_(rank), size_(size), timeout_ms_(timeout_ms), async_(std::move(async)) {}
+PeerMemory::PeerMemory(std::vector<int> members, int rank, int timeout_ms,
+                       std::shared_ptr<AsyncState> async)
+    : members_(std::move(members)),
+      rank_(rank),
+      size_(static_cast<int>(members_.size())),
+      timeout_ms_(timeout_ms),
+      async_(std::move(async)) {}
 
 PeerMemory::~PeerMemory() = default;
 
 plx_result_t PeerMemory::open(Transport& transport, uint64_t tag_base, bool wanted,
                               size_t slot_bytes, int timeout_ms, std::shared_ptr<AsyncState> async,
                               std::unique_ptr<PeerMemory>* out) {
-  const int rank = transport.rank(), n = transport.size();
+  std::vector<int> everyone(static_cast<size_t>(transport.size()));
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  return open(transport, tag_base, std::move(everyone), wanted, slot_bytes, timeout_ms,
+              std::move(async), out);
+}
+
+plx_result_t PeerMemory::open(Transport& transport, uint64_t tag_base, std::vector<int> members,
+                              bool wanted, size_t slot_bytes, int timeout_ms,
+                              std::shared_ptr<AsyncState> async,
+                              std::unique_ptr<PeerMemory>* out) {
+  const int me = transport.rank();
+  const auto found = std::find(members.begin(), members.end(), me);
+  if (found == members.end()) {
+    return set_error(PLX_ERROR_INTERNAL,
+                     fmt::format("peer memory: rank {}: not among the {} ranks opening a segment",
+                                 me, members.size()));
+  }
+  const int rank = static_cast<int>(found - members.begin());
+  const int n = static_cast<int>(members.size());
+  const int creator = members[0];
   slot_bytes = std::clamp<size_t>((std::min(slot_bytes, kMaxSlotBytes) + 4095) / 4096 * 4096,
                                   4096, kMaxSlotBytes);
-  std::unique_ptr<PeerMemory> memory(new PeerMemory(rank, n, timeout_ms, std::move(async)));
+  std::unique_ptr<PeerMemory> memory(new PeerMemory(members, rank, timeout_ms, std::move(async)));
   std::string why;
   unsigned char ok = 1;
   if (rank == 0) {
-    // 1. Create, and send the name to every rank (status 0: creation failed).
+    // 1. Create, and send the name to every member (status 0: creation failed).
     std::string name;
     std::vector<unsigned char> message(kNameBytes, 0);
     if (!wanted) {
@@ -76,21 +102,23 @@ plx_result_t PeerMemory::open(Transport& transport, uint64_t tag_base, bool want
     ok = message[0];
     plx_result_t result = PLX_SUCCESS;
     for (int r = 1; r < n && result == PLX_SUCCESS; ++r) {
-      result = exchange(transport, true, r, tag_base | 0, message.data(), kNameBytes);
+      result = exchange(transport, true, members[r], tag_base | 0, message.data(), kNameBytes);
     }
     // 2. Every answer, then the name goes (mapped segments stay valid).
     for (int r = 1; r < n && result == PLX_SUCCESS; ++r) {
       unsigned char answer = 0;
-      result = exchange(transport, false, r, tag_base | 1, &answer, 1);
+      result = exchange(transport, false, members[r], tag_base | 1, &answer, 1);
       ok = ok && answer;
     }
     if (message[0]) unlink_segment(name);
     PLX_CHECK(result);
     // 3. The verdict.
-    for (int r = 1; r < n; ++r) PLX_CHECK(exchange(transport, true, r, tag_base | 2, &ok, 1));
+    for (int r = 1; r < n; ++r) {
+      PLX_CHECK(exchange(transport, true, members[r], tag_base | 2, &ok, 1));
+    }
   } else {
     std::vector<unsigned char> message(kNameBytes, 0);
-    PLX_CHECK(exchange(transport, false, 0, tag_base | 0, message.data(), kNameBytes));
+    PLX_CHECK(exchange(transport, false, creator, tag_base | 0, message.data(), kNameBytes));
     unsigned char answer = 0;
     if (!wanted) {
       why = "PLEXUS_SHM=0";
@@ -98,14 +126,14 @@ plx_result_t PeerMemory::open(Transport& transport, uint64_t tag_base, bool want
       message[kNameBytes - 1] = 0;
       answer = memory->segment_.open(reinterpret_cast<const char*>(&message[1]), n, &why) ? 1 : 0;
     } else {
-      why = "rank 0 did not make it";
+      why = fmt::format("rank {} did not make it", creator);
     }
-    PLX_CHECK(exchange(transport, true, 0, tag_base | 1, &answer, 1));
-    PLX_CHECK(exchange(transport, false, 0, tag_base | 2, &ok, 1));
+    PLX_CHECK(exchange(transport, true, creator, tag_base | 1, &answer, 1));
+    PLX_CHECK(exchange(transport, false, creator, tag_base | 2, &ok, 1));
     if (ok && !answer) ok = 0;
   }
   if (!ok) {
-    log_message(LogLevel::Info, "rank {}: no peer memory for this communicator ({})", rank,
+    log_message(LogLevel::Info, "rank {}: no peer memory among {} ranks ({})", me, n,
                 why.empty() ? "another rank failed to map it" : why);
     out->reset();
     return PLX_SUCCESS;
@@ -121,10 +149,17 @@ plx_result_t PeerMemory::usable(const char* op) const {
   if (failed_ == PLX_SUCCESS) return PLX_SUCCESS;
   return set_error(failed_, fmt::format("{}: rank {}: peer memory unusable after an earlier "
                                         "failure: {}",
-                                        op, rank_, failure_));
+                                        op, member_rank(rank_), failure_));
 }
 
-plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target, const char* op) {
+plx_result_t PeerMemory::fail(plx_result_t code, std::string message) {
+  failed_ = code;
+  failure_ = message;
+  return set_error(code, std::move(message));
+}
+
+plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target, const char* op,
+                                   const IdleWork* idle) {
   PLX_CHECK(usable(op));
   RankWords& words = segment_.words(peer);
   FutexWord& word = arrived_word ? words.arrived : words.reduced;
@@ -136,56 +171,62 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
   auto next_pid_check = start + kPidCheckEvery;
   const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
   const char* what = arrived_word ? "stage" : "reduce";
-  while (!futex_wait_until(word, target, kSleepUs)) {
-    plx_result_t code = PLX_SUCCESS;
-    std::string message;
+  const int me = member_rank(rank_), them = member_rank(peer);
+  const int sleep_us = idle ? kIdleSleepUs : kSleepUs;
+  while (true) {
+    if (idle) {
+      // The caller's work in flight; its failure (the transport's, with its message) ends the
+      // collective, after which this rank's counters no longer match its peers'.
+      if (const plx_result_t code = (*idle)(); code != PLX_SUCCESS) {
+        failed_ = code;
+        failure_ = fmt::format("work done while waiting for peer rank {} failed", them);
+        return code;
+      }
+    }
+    if (futex_wait_until(word, target, sleep_us)) return PLX_SUCCESS;
     const auto now = Clock::now();
     if (async_ && async_->aborted()) {
-      code = PLX_ERROR_ABORTED;
-      message = fmt::format("{}: rank {}: aborted while waiting for peer rank {} to {} piece {}",
-                            op, rank_, peer, what, target - 1);
-    } else if (async_ && async_->error() != PLX_SUCCESS) {
-      code = PLX_ERROR_REMOTE;
-      message = fmt::format("{}: rank {}: waiting for peer rank {}: {}", op, rank_, peer,
-                            async_->message());
-    } else if (now >= next_pid_check) {
+      return fail(PLX_ERROR_ABORTED,
+                  fmt::format("{}: rank {}: aborted while waiting for peer rank {} to {} piece {}",
+                              op, me, them, what, target - 1));
+    }
+    if (async_ && async_->error() != PLX_SUCCESS) {
+      return fail(PLX_ERROR_REMOTE, fmt::format("{}: rank {}: waiting for peer rank {}: {}", op,
+                                                me, them, async_->message()));
+    }
+    if (now >= next_pid_check) {
       next_pid_check = now + kPidCheckEvery;
       const pid_t pid = words.pid;
       const bool comparable = pid > 0 && words.pid_namespace == pid_namespace();
       if (comparable && ::kill(pid, 0) != 0 && errno == ESRCH) {
-        code = PLX_ERROR_REMOTE;
-        message = fmt::format("{}: rank {}: peer rank {} (pid {}) exited while this rank waited "
-                              "for it to {} piece {}",
-                              op, rank_, peer, pid, what, target - 1);
+        return fail(PLX_ERROR_REMOTE,
+                    fmt::format("{}: rank {}: peer rank {} (pid {}) exited while this rank "
+                                "waited for it to {} piece {}",
+                                op, me, them, pid, what, target - 1));
       }
     }
-    if (code == PLX_SUCCESS && now >= deadline) {
-      code = PLX_ERROR_TIMEOUT;
-      message = fmt::format("{}: rank {}: peer rank {} did not {} piece {} within "
-                            "PLEXUS_TIMEOUT_MS={}",
-                            op, rank_, peer, what, target - 1, timeout_ms_);
-    }
-    if (code != PLX_SUCCESS) {
-      failed_ = code;
-      failure_ = message;
-      return set_error(code, message);
+    if (now >= deadline) {
+      return fail(PLX_ERROR_TIMEOUT,
+                  fmt::format("{}: rank {}: peer rank {} did not {} piece {} within "
+                              "PLEXUS_TIMEOUT_MS={}",
+                              op, me, them, what, target - 1, timeout_ms_));
     }
   }
-  return PLX_SUCCESS;
 }
 
-plx_result_t PeerMemory::wait_arrived(int peer, uint32_t piece, const char* op) {
-  return wait_word(peer, true, piece + 1, op);
+plx_result_t PeerMemory::wait_arrived(int peer, uint32_t piece, const char* op,
+                                      const IdleWork* idle) {
+  return wait_word(peer, true, piece + 1, op, idle);
 }
 
 plx_result_t PeerMemory::wait_reduced(int peer, uint32_t piece, const char* op) {
-  return wait_word(peer, false, piece + 1, op);
+  return wait_word(peer, false, piece + 1, op, nullptr);
 }
 
-plx_result_t PeerMemory::wait_all_arrived(uint32_t piece, const char* op) {
+plx_result_t PeerMemory::wait_all_arrived(uint32_t piece, const char* op, const IdleWork* idle) {
   if (reached(all_arrived_, piece + 1)) return usable(op);
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer != rank_) PLX_CHECK(wait_arrived(peer, piece, op));
+    if (peer != rank_) PLX_CHECK(wait_arrived(peer, piece, op, idle));
   }
   all_arrived_ = piece + 1;
   return PLX_SUCCESS;
@@ -198,9 +239,9 @@ plx_result_t PeerMemory::wait_all_reduced(uint32_t piece, const char* op) {
   return PLX_SUCCESS;
 }
 
-plx_result_t PeerMemory::wait_writable(uint32_t piece, const char* op) {
+plx_result_t PeerMemory::wait_writable(uint32_t piece, const char* op, const IdleWork* idle) {
   // Piece 0: every `arrived` starts at 0, so wait_all_arrived(2^32 - 1) (target 0) returns.
-  return wait_all_arrived(piece - 1, op);
+  return wait_all_arrived(piece - 1, op, idle);
 }
 
 }  // namespace plexus::comm

@@ -1,12 +1,15 @@
 // peer_memory.h - direct load/store access to the staging buffers of the other ranks on this
 // host: the host analogue of NVLink peer access.
 //
-// Every rank of a communicator whose ranks all share a host maps one segment (peer_segment.h)
-// holding, per rank, two staging buffers ("slots") of slot_bytes and two counters. The segment
-// is made collectively by open(): rank 0 creates it and sends its name to the others over the
-// transport, each maps it and answers, and rank 0 unlinks the name as soon as every rank has
-// mapped it (so nothing stays in /dev/shm, even if a rank dies later); a last message tells
-// everyone whether all succeeded, so every rank decides alike.
+// The ranks of a communicator that share a host (all of them, or one host's ranks of a
+// communicator spanning hosts: the "members") map one segment (peer_segment.h) holding, per
+// member, two staging buffers ("slots") of slot_bytes and two counters. rank() and size() are
+// the member's index and the number of members (a local rank and local size), and slots and
+// counters are numbered that way; messages name communicator ranks. The segment is made
+// collectively by the members in open(): the first member creates it and sends its name to the
+// others over the communicator's transport, each maps it and answers, and the creator unlinks the
+// name as soon as every member has mapped it (so nothing stays in /dev/shm, even if a rank dies
+// later); a last message tells every member whether all succeeded, so they decide alike.
 //
 // Synchronisation is by pieces. The collectives using it cut their buffers into pieces that fit
 // a slot and number them with one counter per communicator (next_piece(), identical on every
@@ -20,15 +23,19 @@
 // Waiting blocks (futex_word.h) in short sleeps; after each one it checks the communicator's
 // abort flag (PLX_ERROR_ABORTED), a lost peer on its AsyncState or the peer's process gone
 // (PLX_ERROR_REMOTE), and PLEXUS_TIMEOUT_MS without the awaited progress (PLX_ERROR_TIMEOUT),
-// with a message naming the operation, this rank and the peer. After a failure the counters of
-// the ranks no longer agree: every later wait fails at once (rebuild the communicator).
-// Used by one thread at a time (the communicator's executor).
+// with a message naming the operation, this rank and the peer. A caller with other work in
+// flight (the network rings of a hierarchical allreduce) passes it as IdleWork: the wait then
+// runs it between shorter sleeps, so that work keeps moving while this rank waits for its host.
+// After a failure the counters of the ranks no longer agree: every later wait fails at once
+// (rebuild the communicator). Used by one thread at a time (the communicator's executor).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/transport/peer_memory/peer_segment.h"
 #include "comm/transport/transport.h"
@@ -38,13 +45,23 @@ namespace plexus::comm {
 
 class AsyncState;
 
+// Work a waiting rank does between its sleeps (see above); a failure ends the wait with it.
+using IdleWork = std::function<plx_result_t()>;
+
 class PeerMemory {
  public:
-  // Collective over every rank of `transport`, which must all run on this host. Uses the tags
-  // tag_base | 0..2. slot_bytes is rounded up to a multiple of 4096 and at most kMaxSlotBytes.
-  // On success *out is the mapping, or NULL when some rank did not want it (`wanted` false) or
-  // could not create or map the segment (logged; the caller goes on without peer memory), the
-  // same on every rank. Errors are the transport's (a peer lost, a timeout).
+  // Collective over `members` (ranks of `transport`, at least one, this rank among them, all
+  // on this host; member i gets rank() i), run by every member with the same list. Uses the
+  // tags tag_base | 0..2 between members only, so disjoint member lists (the hosts of one
+  // communicator) may open their segments with the same tag_base at once. slot_bytes is rounded
+  // up to a multiple of 4096 and at most kMaxSlotBytes. On success *out is the mapping, or NULL
+  // when some member did not want it (`wanted` false) or could not create or map the segment
+  // (logged; the caller goes on without peer memory), the same on every member. Errors are the
+  // transport's (a peer lost, a timeout), or PLX_ERROR_INTERNAL when this rank is not a member.
+  static plx_result_t open(Transport& transport, uint64_t tag_base, std::vector<int> members,
+                           bool wanted, size_t slot_bytes, int timeout_ms,
+                           std::shared_ptr<AsyncState> async, std::unique_ptr<PeerMemory>* out);
+  // The same over every rank of `transport` (a communicator on one host).
   static plx_result_t open(Transport& transport, uint64_t tag_base, bool wanted,
                            size_t slot_bytes, int timeout_ms, std::shared_ptr<AsyncState> async,
                            std::unique_ptr<PeerMemory>* out);
@@ -71,13 +88,17 @@ class PeerMemory {
   void arrive(uint32_t piece) { futex_publish(segment_.words(rank_).arrived, piece + 1); }
   void reduced(uint32_t piece) { futex_publish(segment_.words(rank_).reduced, piece + 1); }
 
+  // The communicator rank of member `member` (messages name these).
+  int member_rank(int member) const { return members_[static_cast<size_t>(member)]; }
+
   // Every peer has arrived at piece - 1 (this rank may overwrite its buffer of `piece`).
-  plx_result_t wait_writable(uint32_t piece, const char* op);
-  // `peer` has arrived at / reduced `piece`.
-  plx_result_t wait_arrived(int peer, uint32_t piece, const char* op);
+  plx_result_t wait_writable(uint32_t piece, const char* op, const IdleWork* idle = nullptr);
+  // `peer` (a member index) has arrived at / reduced `piece`.
+  plx_result_t wait_arrived(int peer, uint32_t piece, const char* op,
+                            const IdleWork* idle = nullptr);
   plx_result_t wait_reduced(int peer, uint32_t piece, const char* op);
-  // Every rank (this one included, trivially) has arrived at / reduced `piece`.
-  plx_result_t wait_all_arrived(uint32_t piece, const char* op);
+  // Every member (this one included, trivially) has arrived at / reduced `piece`.
+  plx_result_t wait_all_arrived(uint32_t piece, const char* op, const IdleWork* idle = nullptr);
   plx_result_t wait_all_reduced(uint32_t piece, const char* op);
 
   PeerMemory(const PeerMemory&) = delete;
@@ -85,10 +106,14 @@ class PeerMemory {
   ~PeerMemory();
 
  private:
-  PeerMemory(int rank, int size, int timeout_ms, std::shared_ptr<AsyncState> async);
-  plx_result_t wait_word(int peer, bool arrived_word, uint32_t target, const char* op);
+  PeerMemory(std::vector<int> members, int rank, int timeout_ms,
+             std::shared_ptr<AsyncState> async);
+  plx_result_t wait_word(int peer, bool arrived_word, uint32_t target, const char* op,
+                         const IdleWork* idle);
+  plx_result_t fail(plx_result_t code, std::string message);
 
   SegmentMapping segment_;
+  std::vector<int> members_;  // communicator rank of each member
   int rank_ = 0;
   int size_ = 1;
   size_t slot_bytes_ = 0;
