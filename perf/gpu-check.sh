@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # gpu-check.sh - the GPU checks of issue 6 on one GPU machine, in under 8 minutes (one H200, 16
 # cores): build with CUDA, run the GPU test suite (ctest -L gpu), then plexus-gpu-bench (the
-# reduction kernels' bandwidth beside device-to-device copy bandwidth). Prints the date,
+# reduction kernels' bandwidth beside device-to-device copy bandwidth), then plexus-gpu-allreduce
+# (device-buffer allreduce, 2 and 4 ranks on one GPU through CUDA IPC, and staged). Prints the date,
 # `nvidia-smi -L` and the figures; everything also goes to $BUILD_DIR/gpu-check.log.
 #
 #   perf/gpu-check.sh                       # BUILD_DIR=build-gpu, JOBS=16
 #   BUILD_DIR=/tmp/b JOBS=8 CUDA_ARCHS=90 perf/gpu-check.sh
 #
-# Every step runs under `timeout`: configure 60 s, build 210 s, tests 90 s, bench 60 s (7 min in
-# all). Exit 0 when every step passed, 1 otherwise (the failing steps are listed at the end).
-# The build is only the GPU targets (libplexus, plexus_gpu_tests, plexus-gpu-bench), not the
-# whole tree.
+# Every step runs under `timeout`: configure 60 s, build 210 s, tests 90 s, bench 60 s, the three
+# allreduce runs 60 s each (10 min at most; well under 8 in practice). Exit 0 when every step passed, 1 otherwise (the failing steps are listed at the end).
+# The build is only the GPU targets (libplexus, plexus_gpu_tests, plexus-gpu-bench,
+# plexus-gpu-allreduce, plexus-run), not the whole tree.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,18 +55,24 @@ echo "== CUDA architectures: $CUDA_ARCHS; build dir: $BUILD_DIR; jobs: $JOBS =="
 if step 60 configure cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DPLEXUS_CUDA=ON \
      "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS" -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_PERF=ON &&
    step 210 build cmake --build "$BUILD_DIR" -j "$JOBS" --target plexus plexus_gpu_tests \
-     plexus-gpu-bench; then
+     plexus-gpu-bench plexus-gpu-allreduce plexus-run; then
   # GPU tests: each skips with the reason when no device is visible, so a SKIPPED line here
   # means this machine's GPU was not usable; the summary counts them.
   step 90 "gpu tests" ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 \
     --timeout 80
   step 60 "reduction bandwidth" "$BUILD_DIR/bin/plexus-gpu-bench" -b 16M -e 1G -n 20 -w 3
 
+  # Device-buffer allreduce with 2 and 4 ranks sharing this one GPU through CUDA IPC (every
+  # element checked; nccl-tests-style rows, busbw = algbw * 2(n-1)/n), then 2 ranks through
+  # pinned host staging (PLEXUS_SHM=0) for comparison. Exit 1 on any wrong element.
+  for n in 2 4; do
+    step 60 "cuda_ipc allreduce, $n ranks on one GPU" "$BUILD_DIR/bin/plexus-run" -n "$n" -- \
+      "$BUILD_DIR/bin/plexus-gpu-allreduce" -b 1M -e 256M -n 20 -w 5
+  done
+  step 60 "staged allreduce, 2 ranks (PLEXUS_SHM=0)" env PLEXUS_SHM=0 \
+    "$BUILD_DIR/bin/plexus-run" -n 2 -- "$BUILD_DIR/bin/plexus-gpu-allreduce" -b 1M -e 64M -n 5 -w 2
+
   # ---- Later steps of issue 6: not implemented yet; each is a placeholder, never a fake ----
-  # TODO(issue 6, IPC collectives): 2- and 4-rank collectives on this one GPU through CUDA IPC
-  #   (several ranks share the GPU), with correctness checks, e.g.
-  #   step 90 "ipc collectives" "$BUILD_DIR/bin/plexus-run" -n 4 "$BUILD_DIR/bin/plexus-bench" \
-  #     allreduce --device-buffers ...   (once the device-buffer collectives exist)
   # TODO(issue 6, engine on CUDA): engine tokens/s for a fixed GPT config
   #   (plexus-train --device cuda) beside PyTorch's for the same config.
 fi

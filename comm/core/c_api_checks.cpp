@@ -55,16 +55,6 @@ plx_result_t check_rank(const char* fn, const plx_comm* comm, const char* what, 
   return PLX_SUCCESS;
 }
 
-plx_result_t check_stream(const char* fn, const plx_comm* comm, const void* stream) {
-  if (stream) {
-    return set_error(PLX_ERROR_UNSUPPORTED,
-                     fmt::format("{}: rank {}: stream {} is not NULL; device streams are not "
-                                 "supported in this version",
-                                 fn, comm->rank, stream));
-  }
-  return PLX_SUCCESS;
-}
-
 plx_result_t check_buffer(const char* fn, const plx_comm* comm, const char* name,
                           const void* buffer, size_t count, plx_datatype_t datatype) {
   if (count > 0 && !buffer) {

@@ -49,7 +49,6 @@ plx_result_t check_datatype(const char* fn, const plx_comm* comm, plx_datatype_t
 plx_result_t check_op(const char* fn, const plx_comm* comm, plx_red_op_t op,
                       plx_datatype_t datatype);
 plx_result_t check_rank(const char* fn, const plx_comm* comm, const char* what, int value);
-plx_result_t check_stream(const char* fn, const plx_comm* comm, const void* stream);
 // A NULL buffer is allowed only with count 0; count * element size must fit in size_t.
 plx_result_t check_buffer(const char* fn, const plx_comm* comm, const char* name,
                           const void* buffer, size_t count, plx_datatype_t datatype);

@@ -1,283 +1,46 @@
 // c_api_collectives.cpp - the collectives and point-to-point calls of include/plexus/plexus.h,
 // blocking and non-blocking.
 //
-// Each call checks its arguments on the calling thread (nothing is sent when one is wrong, so
-// the communicator stays usable), fixes its tag base (call order is the order on every rank),
-// and hands the operation to submit.h: run now, queue with a request, or join the open group.
-#include <fmt/format.h>
-
-#include <cstdint>
-#include <cstring>
-
+// A blocking call goes through comm/device/device_collective.h first (a stream, device buffers:
+// checked, staged or run over CUDA IPC), a non-blocking one refuses device buffers; both then run
+// the shared body of c_api_calls.h on host buffers.
+#include "comm/core/c_api_calls.h"
 #include "comm/core/c_api_checks.h"
 #include "comm/core/communicator.h"
-#include "comm/core/submit.h"
-#include "comm/reduce/reduce.h"
+#include "comm/device/device_args.h"
+#include "comm/device/device_collective.h"
 
 namespace {
 
-using namespace plexus::comm;  // NOLINT: the C ABI layer of this namespace
-using plexus::set_error;
+using namespace plexus::comm;        // NOLINT: the C ABI layer of this namespace
+using namespace plexus::comm::capi;  // NOLINT: the shared bodies
 
-size_t elem_bytes(plx_datatype_t datatype) { return plx_datatype_size(datatype); }
-
-const unsigned char* offset(const void* base, size_t elements, plx_datatype_t datatype) {
-  return static_cast<const unsigned char*>(base) + elements * elem_bytes(datatype);
+// Blocking form: device buffers and the stream (comm/device/device_collective.h), then the
+// shared body with no request on host (or pinned staging) buffers. `args_of` builds the call's
+// device::DeviceArgs once comm is known to be valid.
+template <typename ArgsOf, typename Body>
+plx_result_t blocking(const char* fn, plx_comm* comm, void* stream, ArgsOf&& args_of,
+                      Body&& body) {
+  return guarded(fn, [&]() -> plx_result_t {
+    if (!comm) return null_argument(fn, nullptr, "comm");
+    const device::DeviceArgs args = args_of();
+    return device::run_collective(fn, comm, stream, args, body);
+  });
 }
 
-// The argument checks every collective starts with.
-plx_result_t check_common(const char* fn, plx_comm* comm, plx_datatype_t datatype,
-                          plx_request_t* request, bool nonblocking) {
-  if (!comm) return null_argument(fn, nullptr, "comm");
-  if (nonblocking && !request) return null_argument(fn, comm, "request");
-  return check_datatype(fn, comm, datatype);
-}
-
-// Sets op, or the pre-multiplied sum's scalar, on a reducing collective.
-plx_result_t set_op(const char* fn, plx_comm* comm, plx_red_op_t op, plx_datatype_t datatype,
-                    CollectiveOp* out) {
-  PLX_CHECK(check_op(fn, comm, op, datatype));
-  if (static_cast<int>(op) < PLX_NUM_OPS) {
-    out->args.op = op;
-    return PLX_SUCCESS;
-  }
-  const auto& premul = comm->premul_ops.at(static_cast<int>(op));
-  out->args.op = PLX_SUM;
-  out->premul = true;
-  std::memcpy(out->premul_scalar, premul.scalar, sizeof(out->premul_scalar));
-  return PLX_SUCCESS;
-}
-
-plx_result_t finish(plx_comm* comm, CollectiveOp& op, plx_request_t* request) {
-  op.tag_base = comm->next_tag_base();
-  return submit_collective(comm, op, request);
-}
-
-plx_result_t allreduce(const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                       plx_datatype_t datatype, plx_red_op_t op, plx_comm* comm,
-                       plx_request_t* request, bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  CollectiveOp call;
-  PLX_CHECK(set_op(fn, comm, op, datatype, &call));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
-  const size_t bytes = count * elem_bytes(datatype);
-  if (sendbuf != recvbuf) {
-    PLX_CHECK(check_overlap(fn, comm, sendbuf, bytes, recvbuf, bytes, "sendbuf", "recvbuf"));
-  }
-  call.args = CollArgs{Collective::Allreduce, sendbuf, recvbuf, count, datatype, call.args.op};
-  return finish(comm, call, request);
-}
-
-plx_result_t reduce(const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                    plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm* comm,
-                    plx_request_t* request, bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  CollectiveOp call;
-  PLX_CHECK(set_op(fn, comm, op, datatype, &call));
-  PLX_CHECK(check_rank(fn, comm, "root", root));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
-  if (comm->rank == root) {
-    PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
-    const size_t bytes = count * elem_bytes(datatype);
-    if (sendbuf != recvbuf) {
-      PLX_CHECK(check_overlap(fn, comm, sendbuf, bytes, recvbuf, bytes, "sendbuf", "recvbuf"));
+// Non-blocking form: host buffers only (a device buffer is refused, naming it).
+template <typename ArgsOf, typename Body>
+plx_result_t nonblocking(const char* fn, plx_comm* comm, ArgsOf&& args_of, Body&& body) {
+  return guarded(fn, [&]() -> plx_result_t {
+    if (comm) {
+      PLX_CHECK(device::reject_device_buffers(fn, comm, nullptr, args_of(),
+                                              "in a non-blocking call"));
     }
-  }
-  call.args = CollArgs{Collective::Reduce, sendbuf, recvbuf, count, datatype, call.args.op, root};
-  return finish(comm, call, request);
-}
-
-plx_result_t broadcast(const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                       plx_datatype_t datatype, int root, plx_comm* comm, plx_request_t* request,
-                       bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  PLX_CHECK(check_rank(fn, comm, "root", root));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, count, datatype));
-  if (comm->rank == root) {
-    PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, count, datatype));
-    const size_t bytes = count * elem_bytes(datatype);
-    if (sendbuf != recvbuf) {
-      PLX_CHECK(check_overlap(fn, comm, sendbuf, bytes, recvbuf, bytes, "sendbuf", "recvbuf"));
-    }
-  }
-  CollectiveOp call;
-  call.args = CollArgs{Collective::Broadcast, sendbuf, recvbuf, count, datatype, PLX_SUM, root};
-  return finish(comm, call, request);
-}
-
-plx_result_t reduce_scatter(const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
-                            plx_datatype_t datatype, plx_red_op_t op, plx_comm* comm,
-                            plx_request_t* request, bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  CollectiveOp call;
-  PLX_CHECK(set_op(fn, comm, op, datatype, &call));
-  size_t total = 0;
-  PLX_CHECK(check_count_times(fn, comm, "recvcount", recvcount, comm->size, &total));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, total, datatype));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, recvcount, datatype));
-  if (recvbuf != offset(sendbuf, recvcount * comm->rank, datatype)) {
-    PLX_CHECK(check_overlap(fn, comm, sendbuf, total * elem_bytes(datatype), recvbuf,
-                            recvcount * elem_bytes(datatype), "sendbuf", "recvbuf"));
-  }
-  call.args =
-      CollArgs{Collective::ReduceScatter, sendbuf, recvbuf, recvcount, datatype, call.args.op};
-  return finish(comm, call, request);
-}
-
-plx_result_t allgather(const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
-                       plx_datatype_t datatype, plx_comm* comm, plx_request_t* request,
-                       bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  size_t total = 0;
-  PLX_CHECK(check_count_times(fn, comm, "sendcount", sendcount, comm->size, &total));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, sendcount, datatype));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, total, datatype));
-  if (sendbuf != offset(recvbuf, sendcount * comm->rank, datatype)) {
-    PLX_CHECK(check_overlap(fn, comm, sendbuf, sendcount * elem_bytes(datatype), recvbuf,
-                            total * elem_bytes(datatype), "sendbuf", "recvbuf"));
-  }
-  CollectiveOp call;
-  call.args = CollArgs{Collective::Allgather, sendbuf, recvbuf, sendcount, datatype};
-  return finish(comm, call, request);
-}
-
-plx_result_t alltoall(const char* fn, const void* sendbuf, void* recvbuf, size_t count,
-                      plx_datatype_t datatype, plx_comm* comm, plx_request_t* request,
-                      bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  size_t total = 0;
-  PLX_CHECK(check_count_times(fn, comm, "count", count, comm->size, &total));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, total, datatype));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, total, datatype));
-  const size_t bytes = total * elem_bytes(datatype);
-  if (sendbuf != recvbuf) {
-    PLX_CHECK(check_overlap(fn, comm, sendbuf, bytes, recvbuf, bytes, "sendbuf", "recvbuf"));
-  }
-  CollectiveOp call;
-  call.args = CollArgs{Collective::Alltoall, sendbuf, recvbuf, count, datatype};
-  return finish(comm, call, request);
-}
-
-// The extent (largest displacement + count) of one side of an alltoallv, in elements.
-plx_result_t alltoallv_extent(const char* fn, plx_comm* comm, const char* side,
-                              const size_t* counts, const size_t* displs, size_t* extent) {
-  *extent = 0;
-  for (int j = 0; j < comm->size; ++j) {
-    if (displs[j] > SIZE_MAX - counts[j]) {
-      return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                       fmt::format("{}: rank {}: {} displacement {} + count {} for rank {} "
-                                   "overflows size_t",
-                                   fn, comm->rank, side, displs[j], counts[j], j));
-    }
-    if (counts[j] > 0) *extent = std::max(*extent, displs[j] + counts[j]);
-  }
-  return PLX_SUCCESS;
-}
-
-plx_result_t alltoallv(const char* fn, const void* sendbuf, const size_t* sendcounts,
-                       const size_t* sdispls, void* recvbuf, const size_t* recvcounts,
-                       const size_t* rdispls, plx_datatype_t datatype, plx_comm* comm,
-                       plx_request_t* request, bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  if (!sendcounts) return null_argument(fn, comm, "sendcounts");
-  if (!sdispls) return null_argument(fn, comm, "sdispls");
-  if (!recvcounts) return null_argument(fn, comm, "recvcounts");
-  if (!rdispls) return null_argument(fn, comm, "rdispls");
-  size_t send_extent = 0;
-  size_t recv_extent = 0;
-  PLX_CHECK(alltoallv_extent(fn, comm, "send", sendcounts, sdispls, &send_extent));
-  PLX_CHECK(alltoallv_extent(fn, comm, "recv", recvcounts, rdispls, &recv_extent));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, send_extent, datatype));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, recv_extent, datatype));
-  if (sendbuf && sendbuf == recvbuf && send_extent > 0 && recv_extent > 0) {
-    return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: rank {}: sendbuf == recvbuf {}; alltoallv is not "
-                                 "supported in place",
-                                 fn, comm->rank, sendbuf));
-  }
-  PLX_CHECK(check_overlap(fn, comm, sendbuf, send_extent * elem_bytes(datatype), recvbuf,
-                          recv_extent * elem_bytes(datatype), "sendbuf", "recvbuf"));
-  CollectiveOp call;
-  call.args = CollArgs{Collective::Alltoallv, sendbuf, recvbuf, 0, datatype};
-  call.args.sendcounts = sendcounts;
-  call.args.sdispls = sdispls;
-  call.args.recvcounts = recvcounts;
-  call.args.rdispls = rdispls;
-  return finish(comm, call, request);
-}
-
-plx_result_t gather(const char* fn, const void* sendbuf, void* recvbuf, size_t sendcount,
-                    plx_datatype_t datatype, int root, plx_comm* comm, plx_request_t* request,
-                    bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  PLX_CHECK(check_rank(fn, comm, "root", root));
-  size_t total = 0;
-  PLX_CHECK(check_count_times(fn, comm, "sendcount", sendcount, comm->size, &total));
-  PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, sendcount, datatype));
-  if (comm->rank == root) {
-    PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, total, datatype));
-    if (sendbuf != offset(recvbuf, sendcount * root, datatype)) {
-      PLX_CHECK(check_overlap(fn, comm, sendbuf, sendcount * elem_bytes(datatype), recvbuf,
-                              total * elem_bytes(datatype), "sendbuf", "recvbuf"));
-    }
-  }
-  CollectiveOp call;
-  call.args = CollArgs{Collective::Gather, sendbuf, recvbuf, sendcount, datatype, PLX_SUM, root};
-  return finish(comm, call, request);
-}
-
-plx_result_t scatter(const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
-                     plx_datatype_t datatype, int root, plx_comm* comm, plx_request_t* request,
-                     bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  PLX_CHECK(check_rank(fn, comm, "root", root));
-  size_t total = 0;
-  PLX_CHECK(check_count_times(fn, comm, "recvcount", recvcount, comm->size, &total));
-  PLX_CHECK(check_buffer(fn, comm, "recvbuf", recvbuf, recvcount, datatype));
-  if (comm->rank == root) {
-    PLX_CHECK(check_buffer(fn, comm, "sendbuf", sendbuf, total, datatype));
-    if (recvbuf != offset(sendbuf, recvcount * root, datatype)) {
-      PLX_CHECK(check_overlap(fn, comm, sendbuf, total * elem_bytes(datatype), recvbuf,
-                              recvcount * elem_bytes(datatype), "sendbuf", "recvbuf"));
-    }
-  }
-  CollectiveOp call;
-  call.args = CollArgs{Collective::Scatter, sendbuf, recvbuf, recvcount, datatype, PLX_SUM, root};
-  return finish(comm, call, request);
-}
-
-plx_result_t barrier(const char* fn, plx_comm* comm, plx_request_t* request, bool nonblocking) {
-  if (!comm) return null_argument(fn, nullptr, "comm");
-  if (nonblocking && !request) return null_argument(fn, comm, "request");
-  CollectiveOp call;
-  call.args.collective = Collective::Barrier;
-  return finish(comm, call, request);
-}
-
-plx_result_t p2p(const char* fn, bool is_send, const void* buf, size_t count,
-                 plx_datatype_t datatype, int peer, plx_comm* comm, plx_request_t* request,
-                 bool nonblocking) {
-  PLX_CHECK(check_common(fn, comm, datatype, request, nonblocking));
-  PLX_CHECK(check_rank(fn, comm, "peer", peer));
-  PLX_CHECK(check_buffer(fn, comm, is_send ? "sendbuf" : "recvbuf", buf, count, datatype));
-  P2POp op;
-  op.is_send = is_send;
-  op.peer = peer;
-  op.buf = const_cast<void*>(buf);
-  op.bytes = count * elem_bytes(datatype);
-  op.tag = is_send ? comm->next_send_tag(peer) : comm->next_recv_tag(peer);
-  return submit_p2p(comm, op, request);
-}
-
-// Blocking form: the stream check, then the shared body with no request.
-template <typename Body>
-plx_result_t blocking(const char* fn, plx_comm* comm, void* stream, Body&& body) {
-  return guarded(fn, [&] {
-    if (comm) PLX_CHECK(check_stream(fn, comm, stream));
     return body();
   });
 }
+
+bool is_root(const plx_comm* comm, int root) { return comm->rank == root; }
 
 }  // namespace
 
@@ -287,189 +50,262 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
                            void* stream) {
   constexpr const char* fn = "plx_allreduce";
-  return blocking(fn, comm, stream, [&] {
-    return allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] { return device::allreduce_args(sendbuf, recvbuf, count, datatype, op); },
+      [&](const void* s, void* r) {
+        return allreduce(fn, s, r, count, datatype, op, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
                             plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
                             plx_request_t* request) {
   constexpr const char* fn = "plx_iallreduce";
-  return guarded(fn, [&] {
-    return allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm, [&] { return device::allreduce_args(sendbuf, recvbuf, count, datatype, op); },
+      [&] { return allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, request, true); });
 }
 
 plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
                         plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
                         void* stream) {
   constexpr const char* fn = "plx_reduce";
-  return blocking(fn, comm, stream, [&] {
-    return reduce(fn, sendbuf, recvbuf, count, datatype, op, root, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] { return device::reduce_args(sendbuf, recvbuf, count, datatype, is_root(comm, root)); },
+      [&](const void* s, void* r) {
+        return reduce(fn, s, r, count, datatype, op, root, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_ireduce(const void* sendbuf, void* recvbuf, size_t count,
                          plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
                          plx_request_t* request) {
   constexpr const char* fn = "plx_ireduce";
-  return guarded(fn, [&] {
-    return reduce(fn, sendbuf, recvbuf, count, datatype, op, root, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] { return device::reduce_args(sendbuf, recvbuf, count, datatype, is_root(comm, root)); },
+      [&] {
+        return reduce(fn, sendbuf, recvbuf, count, datatype, op, root, comm, request, true);
+      });
 }
 
 plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, int root, plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_broadcast";
-  return blocking(fn, comm, stream, [&] {
-    return broadcast(fn, sendbuf, recvbuf, count, datatype, root, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] {
+        return device::broadcast_args(sendbuf, recvbuf, count, datatype, is_root(comm, root));
+      },
+      [&](const void* s, void* r) {
+        return broadcast(fn, s, r, count, datatype, root, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
                             plx_datatype_t datatype, int root, plx_comm_t comm,
                             plx_request_t* request) {
   constexpr const char* fn = "plx_ibroadcast";
-  return guarded(fn, [&] {
-    return broadcast(fn, sendbuf, recvbuf, count, datatype, root, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] {
+        return device::broadcast_args(sendbuf, recvbuf, count, datatype, is_root(comm, root));
+      },
+      [&] { return broadcast(fn, sendbuf, recvbuf, count, datatype, root, comm, request, true); });
 }
 
 plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                 plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
                                 void* stream) {
   constexpr const char* fn = "plx_reduce_scatter";
-  return blocking(fn, comm, stream, [&] {
-    return reduce_scatter(fn, sendbuf, recvbuf, recvcount, datatype, op, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] {
+        return device::reduce_scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size);
+      },
+      [&](const void* s, void* r) {
+        return reduce_scatter(fn, s, r, recvcount, datatype, op, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                  plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
                                  plx_request_t* request) {
   constexpr const char* fn = "plx_ireduce_scatter";
-  return guarded(fn, [&] {
-    return reduce_scatter(fn, sendbuf, recvbuf, recvcount, datatype, op, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] {
+        return device::reduce_scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size);
+      },
+      [&] {
+        return reduce_scatter(fn, sendbuf, recvbuf, recvcount, datatype, op, comm, request, true);
+      });
 }
 
 plx_result_t plx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
                            plx_datatype_t datatype, plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_allgather";
-  return blocking(fn, comm, stream, [&] {
-    return allgather(fn, sendbuf, recvbuf, sendcount, datatype, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] { return device::allgather_args(sendbuf, recvbuf, sendcount, datatype, comm->size); },
+      [&](const void* s, void* r) {
+        return allgather(fn, s, r, sendcount, datatype, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount,
                             plx_datatype_t datatype, plx_comm_t comm, plx_request_t* request) {
   constexpr const char* fn = "plx_iallgather";
-  return guarded(fn, [&] {
-    return allgather(fn, sendbuf, recvbuf, sendcount, datatype, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] { return device::allgather_args(sendbuf, recvbuf, sendcount, datatype, comm->size); },
+      [&] { return allgather(fn, sendbuf, recvbuf, sendcount, datatype, comm, request, true); });
 }
 
 plx_result_t plx_alltoall(const void* sendbuf, void* recvbuf, size_t count,
                           plx_datatype_t datatype, plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_alltoall";
-  return blocking(fn, comm, stream, [&] {
-    return alltoall(fn, sendbuf, recvbuf, count, datatype, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] { return device::alltoall_args(sendbuf, recvbuf, count, datatype, comm->size); },
+      [&](const void* s, void* r) {
+        return alltoall(fn, s, r, count, datatype, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_comm_t comm, plx_request_t* request) {
   constexpr const char* fn = "plx_ialltoall";
-  return guarded(fn, [&] {
-    return alltoall(fn, sendbuf, recvbuf, count, datatype, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] { return device::alltoall_args(sendbuf, recvbuf, count, datatype, comm->size); },
+      [&] { return alltoall(fn, sendbuf, recvbuf, count, datatype, comm, request, true); });
 }
 
 plx_result_t plx_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
                            void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
                            plx_datatype_t datatype, plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_alltoallv";
-  return blocking(fn, comm, stream, [&] {
-    return alltoallv(fn, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype,
-                     comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] {
+        return device::alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
+                                      datatype, comm->size);
+      },
+      [&](const void* s, void* r) {
+        return alltoallv(fn, s, sendcounts, sdispls, r, recvcounts, rdispls, datatype, comm,
+                         nullptr, false);
+      });
 }
 
 plx_result_t plx_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
                             void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
                             plx_datatype_t datatype, plx_comm_t comm, plx_request_t* request) {
   constexpr const char* fn = "plx_ialltoallv";
-  return guarded(fn, [&] {
-    return alltoallv(fn, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype,
-                     comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] {
+        return device::alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
+                                      datatype, comm->size);
+      },
+      [&] {
+        return alltoallv(fn, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
+                         datatype, comm, request, true);
+      });
 }
 
 plx_result_t plx_gather(const void* sendbuf, void* recvbuf, size_t sendcount,
                         plx_datatype_t datatype, int root, plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_gather";
-  return blocking(fn, comm, stream, [&] {
-    return gather(fn, sendbuf, recvbuf, sendcount, datatype, root, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] {
+        return device::gather_args(sendbuf, recvbuf, sendcount, datatype, comm->size,
+                                   is_root(comm, root));
+      },
+      [&](const void* s, void* r) {
+        return gather(fn, s, r, sendcount, datatype, root, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_igather(const void* sendbuf, void* recvbuf, size_t sendcount,
                          plx_datatype_t datatype, int root, plx_comm_t comm,
                          plx_request_t* request) {
   constexpr const char* fn = "plx_igather";
-  return guarded(fn, [&] {
-    return gather(fn, sendbuf, recvbuf, sendcount, datatype, root, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] {
+        return device::gather_args(sendbuf, recvbuf, sendcount, datatype, comm->size,
+                                   is_root(comm, root));
+      },
+      [&] { return gather(fn, sendbuf, recvbuf, sendcount, datatype, root, comm, request, true); });
 }
 
 plx_result_t plx_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                          plx_datatype_t datatype, int root, plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_scatter";
-  return blocking(fn, comm, stream, [&] {
-    return scatter(fn, sendbuf, recvbuf, recvcount, datatype, root, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream,
+      [&] {
+        return device::scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size,
+                                    is_root(comm, root));
+      },
+      [&](const void* s, void* r) {
+        return scatter(fn, s, r, recvcount, datatype, root, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_iscatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                           plx_datatype_t datatype, int root, plx_comm_t comm,
                           plx_request_t* request) {
   constexpr const char* fn = "plx_iscatter";
-  return guarded(fn, [&] {
-    return scatter(fn, sendbuf, recvbuf, recvcount, datatype, root, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm,
+      [&] {
+        return device::scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size,
+                                    is_root(comm, root));
+      },
+      [&] {
+        return scatter(fn, sendbuf, recvbuf, recvcount, datatype, root, comm, request, true);
+      });
 }
 
 plx_result_t plx_send(const void* sendbuf, size_t count, plx_datatype_t datatype, int peer,
                       plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_send";
-  return blocking(fn, comm, stream, [&] {
-    return p2p(fn, true, sendbuf, count, datatype, peer, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream, [&] { return device::send_args(sendbuf, count, datatype); },
+      [&](const void* s, void*) {
+        return p2p(fn, true, s, count, datatype, peer, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_isend(const void* sendbuf, size_t count, plx_datatype_t datatype, int peer,
                        plx_comm_t comm, plx_request_t* request) {
   constexpr const char* fn = "plx_isend";
-  return guarded(fn, [&] {
-    return p2p(fn, true, sendbuf, count, datatype, peer, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm, [&] { return device::send_args(sendbuf, count, datatype); },
+      [&] { return p2p(fn, true, sendbuf, count, datatype, peer, comm, request, true); });
 }
 
 plx_result_t plx_recv(void* recvbuf, size_t count, plx_datatype_t datatype, int peer,
                       plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_recv";
-  return blocking(fn, comm, stream, [&] {
-    return p2p(fn, false, recvbuf, count, datatype, peer, comm, nullptr, false);
-  });
+  return blocking(
+      fn, comm, stream, [&] { return device::recv_args(recvbuf, count, datatype); },
+      [&](const void*, void* r) {
+        return p2p(fn, false, r, count, datatype, peer, comm, nullptr, false);
+      });
 }
 
 plx_result_t plx_irecv(void* recvbuf, size_t count, plx_datatype_t datatype, int peer,
                        plx_comm_t comm, plx_request_t* request) {
   constexpr const char* fn = "plx_irecv";
-  return guarded(fn, [&] {
-    return p2p(fn, false, recvbuf, count, datatype, peer, comm, request, true);
-  });
+  return nonblocking(
+      fn, comm, [&] { return device::recv_args(recvbuf, count, datatype); },
+      [&] { return p2p(fn, false, recvbuf, count, datatype, peer, comm, request, true); });
 }
 
 plx_result_t plx_barrier(plx_comm_t comm) {

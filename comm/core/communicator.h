@@ -19,6 +19,7 @@
 #include "comm/bootstrap/unique_id.h"
 #include "comm/core/async_state.h"
 #include "comm/core/executor.h"
+#include "comm/device/device_state.h"
 #include "comm/transport/peer_memory/peer_memory.h"
 #include "comm/transport/tag.h"
 #include "comm/transport/transport.h"
@@ -56,6 +57,9 @@ struct plx_comm {
   // rank or some rank could not map its segment. Made by open_peer_memory.
   std::unique_ptr<plexus::comm::PeerMemory> peers;
   std::unique_ptr<plexus::comm::Executor> executor;
+  // Collectives on device buffers (comm/device/device_collective.h): the pinned staging buffer
+  // and the CUDA IPC slots, made on the first such call, freed with the communicator.
+  std::unique_ptr<plexus::comm::device::DeviceState> device;
 
   // Algorithm choice: shared cost parameters (rank 0's), and PLEXUS_ALGO / set_algorithm.
   plexus::comm::CostParams cost;

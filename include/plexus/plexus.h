@@ -1,7 +1,8 @@
 /*
  * plexus.h - the Plexus collective-communication C ABI.
  *
- * Plexus offers NCCL-shaped collectives over libfabric (efa, shm, tcp) on host memory.
+ * Plexus offers NCCL-shaped collectives over libfabric (efa, shm, tcp) on host memory and, in a
+ * CUDA build, on device memory (stream-ordered; see "Device buffers and streams" below).
  * This header is valid C99 and C++; every symbol starts with `plx_`.
  *
  * Conventions that hold for every function below:
@@ -26,8 +27,29 @@
  *    communicator must not be used by two threads at once (the order of its calls must be the
  *    same on every rank), except plx_comm_abort(), which may be called from any thread at any
  *    time (it is not async-signal-safe). plx_wait/plx_test may be called from any thread.
- *  - `stream` parameters are reserved for device buffers (a `cudaStream_t` in a CUDA build). Host
- *    work passes NULL; a non-NULL stream returns PLX_ERROR_UNSUPPORTED in this version.
+ *  - Device buffers and streams (blocking collectives and plx_send/plx_recv). `stream` is a
+ *    `cudaStream_t` of the current device, or NULL. In a CUDA build every buffer may be device
+ *    memory (cudaMalloc, as classified by cudaPointerGetAttributes), with a stream or with NULL
+ *    (the legacy default stream). Completion is ordered on the stream: the call first waits for
+ *    the work queued on the stream before it (cudaStreamSynchronize), and it returns once the
+ *    result is written, so later work on the stream sees it. Device buffers go through pinned
+ *    host staging kept per communicator (cudaMallocHost, grown to the largest call, freed by
+ *    plx_comm_destroy) and the host algorithm; on a communicator whose ranks all share one host
+ *    (with peer memory, see PLEXUS_SHM), plx_allreduce on device buffers instead reads its
+ *    peers' device staging slots directly through CUDA IPC (docs/gpu.md). There, as NCCL
+ *    requires, every rank must pass device buffers to the same plx_allreduce: a rank with host
+ *    buffers facing ranks with device buffers gets PLX_ERROR_MISMATCH on every rank (with
+ *    PLEXUS_CHECK_ARGS=0, a PLX_ERROR_TIMEOUT). The first such call is collective: it maps every
+ *    peer's slots, once per communicator. Several ranks may share one GPU.
+ *    Host, pinned host and managed memory are host memory: with a stream the call waits for the
+ *    stream, then runs on them directly.
+ *    Errors: PLX_ERROR_INVALID_ARGUMENT when device and host buffers are mixed in one call, a
+ *    device buffer is on another GPU than the current one, or CUDA rejects the stream;
+ *    PLX_ERROR_UNSUPPORTED for a non-NULL stream in a build without CUDA, on a machine where
+ *    CUDA sees no device, or in a process that has not loaded the CUDA driver; for a device
+ *    buffer in a build without CUDA (recognised when the process has loaded the driver); and
+ *    for device buffers inside plx_group_start/plx_group_end or in the non-blocking forms
+ *    (host buffers only). Each message names the function, the rank and the argument.
  *  - The algorithm is part of the signature: ranks must agree on PLEXUS_ALGO and
  *    plx_comm_set_algorithm, and the automatic choice is made from parameters that rank 0
  *    measured and shared, so every rank picks the same algorithm.
@@ -218,7 +240,7 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  *  - Returns: PLX_ERROR_INVALID_ARGUMENT for a NULL comm, a NULL buffer the call must read or
  *    write with a count > 0, partly overlapping send and receive buffers (exactly the in-place
  *    layout given per call is allowed), a datatype, op or root out of range, or counts whose
- *    byte size overflows size_t; PLX_ERROR_UNSUPPORTED for a non-NULL stream;
+ *    byte size overflows size_t; the stream and device-buffer errors given above;
  *    PLX_ERROR_MISMATCH when the ranks' arguments differ (see above); PLX_ERROR_REMOTE,
  *    PLX_ERROR_TIMEOUT, PLX_ERROR_TRANSPORT or PLX_ERROR_ABORTED as described with the result
  *    codes (output buffers are then unspecified). Argument errors are found before anything is
@@ -245,7 +267,8 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  * each block across hosts along its lane, ring allgather inside each host; uneven hosts work;
  * chosen when the communicator spans hosts and the network is the bottleneck) and shm (ranks on
  * one host: each rank reduces its 1/n of the buffer straight from its peers' slots of a shared
- * segment, then copies the others' results; docs/algorithms.md).
+ * segment, then copies the others' results; docs/algorithms.md) and, for device buffers on one
+ * host, cuda_ipc (the same steps on device slots mapped with CUDA IPC; docs/gpu.md).
  */
 plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
@@ -369,7 +392,8 @@ plx_result_t plx_red_op_destroy(plx_red_op_t op, plx_comm_t comm);
  * Non-blocking forms. Each takes the arguments of its blocking form (less the stream) and
  * returns at once with *request set; the operation runs on the communicator's progress thread
  * in call order. Argument errors are returned at once (no request is made). The buffers must
- * not be touched until plx_wait() returns or plx_test() reports completion.
+ * not be touched until plx_wait() returns or plx_test() reports completion. Buffers must be
+ * host memory (host, pinned or managed): a device buffer returns PLX_ERROR_UNSUPPORTED.
  * ------------------------------------------------------------------------------------------ */
 typedef struct plx_request* plx_request_t;
 
@@ -421,6 +445,8 @@ plx_result_t plx_test(plx_request_t request, int* done);
  * queued send and receive of each communicator at once, runs the queued collectives of each
  * communicator in order (communicators concurrently), and returns when all are done, with the
  * first failure. Non-blocking calls in a group return requests that finish with the group.
+ * Calls in a group take host buffers (a device buffer returns PLX_ERROR_UNSUPPORTED); a
+ * stream passed in a group is waited for when the call is queued.
  * Groups nest; only the outermost plx_group_end() runs them. plx_group_end() without a start is
  * PLX_ERROR_INVALID_USAGE. plx_comm_split, plx_comm_destroy and plx_comm_abort may not be called
  * inside a group (PLX_ERROR_INVALID_USAGE).

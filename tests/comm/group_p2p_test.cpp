@@ -404,11 +404,6 @@ std::string errors_and_open_group(plx_comm_t world, int rank, int n) {
        "plx_irecv: " + r + "request is NULL"},
       {[&] { return plx_send(data, 3, PLX_INT32, 0, nullptr, nullptr); },
        PLX_ERROR_INVALID_ARGUMENT, "plx_send: comm is NULL"},
-      {[&] { return plx_send(data, 3, PLX_INT32, 0, comm, reinterpret_cast<void*>(0x10)); },
-       PLX_ERROR_UNSUPPORTED,
-       "plx_send: " + r +
-           "stream 0x10 is not NULL; device streams are not supported in "
-           "this version"},
   };
   const auto run_cases = [&](const std::string& where) -> std::string {
     for (size_t i = 0; i < cases.size(); ++i) {

@@ -1,0 +1,68 @@
+// device_collective.h - how a blocking collective runs when its buffers are on a GPU or it is
+// given a stream (issue 6): the one entry point the C ABI layer calls.
+//
+// Semantics, as NCCL's "stream-ordered" ones but completed on return:
+//  - The call first waits for the work already queued on `stream` (cudaStreamSynchronize; NULL
+//    is the legacy default stream), so the inputs written by earlier kernels are read.
+//  - Device buffers go through one of two paths, and the result is in place when it returns;
+//    later work on the stream sees it:
+//      staged   device -> pinned host staging (per communicator, grown on demand) -> the host
+//               algorithm the communicator would choose -> pinned -> device, copies on `stream`;
+//      cuda_ipc a one-host communicator with peer memory: allreduce reads its peers' device
+//               slots mapped with CUDA IPC (ipc_allreduce.cpp).
+//  - Host, pinned and managed buffers are host memory: the host algorithm reads them directly
+//    (after the stream wait when a stream is given).
+//
+// Checks (the message names the function, rank, argument and value):
+//   PLX_ERROR_INVALID_ARGUMENT  device and host buffers mixed in one call; a device buffer of
+//                               another GPU than the current one; a stream CUDA rejects.
+//   PLX_ERROR_UNSUPPORTED       a stream, or a device buffer, in a build without CUDA or on a
+//                               machine where CUDA sees no device; device buffers inside a
+//                               group or in a non-blocking call (reject_device_buffers).
+// Buffers are classified only when the call gives a stream or the process has loaded the CUDA
+// driver (libcuda.so.1): a host-only program never initialises CUDA through Plexus.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "comm/algorithms/algorithms.h"
+#include "plexus/plexus.h"
+
+struct plx_comm;
+
+namespace plexus::comm::device {
+
+// What the device layer needs to know of one call on this rank. Counts are elements of
+// `datatype`; a buffer the call does not use on this rank (reduce's recvbuf off the root, say)
+// has count 0.
+struct DeviceArgs {
+  Collective collective = Collective::Allreduce;
+  plx_datatype_t datatype = PLX_FLOAT32;
+  const void* send = nullptr;
+  size_t send_count = 0;  // elements this rank's call reads from send
+  void* recv = nullptr;
+  size_t recv_count = 0;  // elements this rank's call may write to recv
+  // recv's old contents must survive where the call writes nothing (alltoallv's holes): the
+  // staged path copies recv in as well as out.
+  bool recv_read = false;
+  // Allreduce only, for the IPC path: the call's count and op.
+  size_t count = 0;
+  plx_red_op_t op = PLX_SUM;
+};
+
+// Runs the host collective on the given host (or pinned) buffers, blocking.
+using HostRun = std::function<plx_result_t(const void* send, void* recv)>;
+
+// Runs one blocking call (see the file comment). The caller has checked nothing but comm != NULL;
+// when args cannot be staged (a NULL buffer with a count, a byte size that overflows) the host
+// call runs on the caller's buffers and reports the argument error itself.
+plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream, const DeviceArgs& args,
+                            const HostRun& host_run);
+
+// For calls that take host buffers only (non-blocking forms, calls inside a group):
+// PLX_ERROR_UNSUPPORTED when a stream is given or a buffer is device memory, naming `where`.
+plx_result_t reject_device_buffers(const char* fn, const plx_comm* comm, const void* stream,
+                                   const DeviceArgs& args, const char* where);
+
+}  // namespace plexus::comm::device

@@ -1,0 +1,445 @@
+// device_collectives_test.cpp - every collective on device buffers, stream-ordered, on real
+// multi-process worlds sharing one GPU (issue 6, comm/device/device_collective.h).
+//
+// The ranks are fresh processes (this binary run again with PLX_DEVICE_TEST_CASE set, through
+// tests/support/subprocess.h): a forked child of a process that initialised CUDA cannot use
+// CUDA, and PLX_REQUIRE_GPU() initialises it here. Every rank uses device 0, so 2 and 4 ranks
+// share one GPU. PLEXUS_CHUNK_BYTES=65536 makes the IPC slots 256 KiB, so 1000003 elements go
+// through many pieces, with a short last one, and both buffers of every slot.
+//
+//   cuda_ipc (default peer memory): allreduce of every datatype with sum, avg and max at counts
+//     0, 1 and 1000003, inputs written on the stream just before the call and results read on it
+//     after (the stream order is what is tested), plx_comm_last_algorithm "allreduce:cuda_ipc";
+//     in place; a pre-multiplied sum; then reduce, broadcast, reduce_scatter, allgather,
+//     alltoall, alltoallv, gather, scatter and send/recv on device buffers (the staged path),
+//     each against its closed form; host buffers with a stream, managed buffers with NULL;
+//     the errors: host and device buffers mixed, device buffers in a non-blocking call or a group.
+//   staged (PLEXUS_SHM=0): the same calls through pinned host staging, never cuda_ipc.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/plexus.h"
+#include "tests/comm/collective_reference.h"
+#include "tests/comm/transport_cases.h"
+#include "tests/support/gpu_available.h"
+#include "tests/support/multiprocess.h"
+#include "tests/support/subprocess.h"
+
+namespace plexus::test {
+namespace {
+
+constexpr size_t kBig = 1000003;  // a prime: never a multiple of a piece or of n
+
+// ---- the rank side --------------------------------------------------------------------------
+
+// cudaMalloc'ed (or managed) bytes, freed on destruction.
+struct DeviceBytes {
+  explicit DeviceBytes(size_t bytes, bool managed = false) {
+    const cudaError_t err = managed ? cudaMallocManaged(&ptr, bytes == 0 ? 1 : bytes)
+                                    : cudaMalloc(&ptr, bytes == 0 ? 1 : bytes);
+    if (err != cudaSuccess) ptr = nullptr;
+  }
+  ~DeviceBytes() {
+    if (ptr) cudaFree(ptr);
+  }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  unsigned char* at(size_t offset = 0) const { return static_cast<unsigned char*>(ptr) + offset; }
+  void* ptr = nullptr;
+};
+
+class Rank {
+ public:
+  Rank(int rank, int n, plx_comm_t comm, cudaStream_t stream)
+      : r_(rank), n_(n), comm_(comm), stream_(stream) {}
+
+  // Records a failure (the first few are printed) and returns false.
+  bool fail(const std::string& what) {
+    if (failures_++ < 10) rank_failure(r_, what);
+    return false;
+  }
+  bool ok(plx_result_t rc, const std::string& what) {
+    if (rc == PLX_SUCCESS) return true;
+    return fail(what + ": " + plx_get_error_string(rc) + ": " + plx_get_last_error(nullptr));
+  }
+  bool cuda(cudaError_t err, const std::string& what) {
+    if (err == cudaSuccess) return true;
+    return fail(what + ": " + cudaGetErrorName(err));
+  }
+  // Writes host bytes to the device on the stream, WITHOUT waiting: the collective must.
+  bool put(void* dst, const std::vector<unsigned char>& src) {
+    return src.empty() ||
+           cuda(cudaMemcpyAsync(dst, src.data(), src.size(), cudaMemcpyHostToDevice, stream_),
+                "cudaMemcpyAsync to the device");
+  }
+  // Poisons device bytes on the stream, without waiting.
+  bool poison(void* dst, size_t bytes) {
+    return bytes == 0 || cuda(cudaMemsetAsync(dst, 0xee, bytes, stream_), "cudaMemsetAsync");
+  }
+  // Reads device bytes back on the stream (after the collective's work on it) and waits.
+  std::vector<unsigned char> get(const void* src, size_t bytes) {
+    std::vector<unsigned char> out(bytes);
+    if (bytes > 0) {
+      cuda(cudaMemcpyAsync(out.data(), src, bytes, cudaMemcpyDeviceToHost, stream_),
+           "cudaMemcpyAsync to the host");
+    }
+    cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    return out;
+  }
+  // An error with its code and the start of its message.
+  void expect_error(plx_result_t rc, plx_result_t want, const std::string& prefix,
+                    const std::string& contains) {
+    const std::string message = plx_get_last_error(nullptr);
+    if (rc != want || message.rfind(prefix, 0) != 0 ||
+        message.find(contains) == std::string::npos) {
+      fail(std::string("expected ") + plx_get_error_string(want) + " \"" + prefix + "...\" with \"" +
+           contains + "\", got " + plx_get_error_string(rc) + " \"" + message + "\"");
+    }
+  }
+
+  void allreduce_cases(bool expect_ipc);
+  void other_collectives();
+  void host_kinds();
+  void errors();
+  int failures() const { return failures_; }
+
+ private:
+  int r_, n_;
+  plx_comm_t comm_;
+  cudaStream_t stream_;
+  int failures_ = 0;
+};
+
+void Rank::allreduce_cases(bool expect_ipc) {
+  DeviceBytes send(kBig * 8), recv(kBig * 8);
+  if (!send.ptr || !recv.ptr) {
+    fail("cudaMalloc of the allreduce buffers");
+    return;
+  }
+  for (int d = 0; d < PLX_NUM_DATATYPES; ++d) {
+    const auto dt = static_cast<plx_datatype_t>(d);
+    const size_t elem = plx_datatype_size(dt);
+    for (plx_red_op_t op : {PLX_SUM, PLX_AVG, PLX_MAX}) {
+      for (size_t count : {size_t{0}, size_t{1}, kBig}) {
+        for (bool in_place : {false, true}) {
+          if (in_place && count != kBig) continue;
+          const std::string what = std::string("allreduce ") + datatype_name(dt) + " " +
+                                   op_name(op) + " count " + std::to_string(count) +
+                                   (in_place ? " in place" : "");
+          std::vector<unsigned char> input(count * elem);
+          fill_periodic(input.data(), count, elem, input_pattern(op, dt, r_));
+          void* out = in_place ? send.ptr : recv.ptr;
+          if (!put(send.ptr, input) || (!in_place && !poison(recv.ptr, count * elem))) return;
+          if (!ok(plx_allreduce(send.ptr, out, count, dt, op, comm_, stream_), what)) continue;
+          const auto got = get(out, count * elem);
+          const std::string why = check_periodic(got.data(), count, dt, expected_pattern(op, dt, n_));
+          if (!why.empty()) fail(what + ": " + why);
+          const char* algorithm = "";
+          plx_comm_last_algorithm(comm_, &algorithm);
+          if (count > 0 && expect_ipc != (std::string(algorithm) == "allreduce:cuda_ipc")) {
+            fail(what + ": ran as " + algorithm);
+          }
+        }
+      }
+    }
+  }
+  // A pre-multiplied sum: every input scaled by 2 first.
+  plx_red_op_t premul;
+  const float two = 2.0f;
+  if (!ok(plx_red_op_create_premul_sum(&premul, &two, PLX_FLOAT32, comm_), "premul create")) return;
+  std::vector<unsigned char> input(kBig * 4);
+  fill_periodic(input.data(), kBig, 4, input_pattern(PLX_SUM, PLX_FLOAT32, r_));
+  if (put(send.ptr, input) &&
+      ok(plx_allreduce(send.ptr, recv.ptr, kBig, PLX_FLOAT32, premul, comm_, stream_),
+         "premul allreduce")) {
+    const auto got = get(recv.ptr, kBig * 4);
+    const auto sum = expected_pattern(PLX_SUM, PLX_FLOAT32, n_);
+    std::vector<unsigned char> doubled(sum.size());
+    for (size_t i = 0; i < sum.size(); i += 4) {
+      float v;
+      std::memcpy(&v, &sum[i], 4);
+      v *= 2;
+      std::memcpy(&doubled[i], &v, 4);
+    }
+    const std::string why = check_periodic(got.data(), kBig, PLX_FLOAT32, doubled);
+    if (!why.empty()) fail("premul allreduce: " + why);
+  }
+  plx_red_op_destroy(premul, comm_);
+}
+
+// Value of rank q's element i in the block collectives: exact in int32.
+int32_t block_value(int q, size_t i) { return static_cast<int32_t>(q * 1000003 + i % 100003); }
+
+std::vector<unsigned char> int32s(size_t count, const std::function<int32_t(size_t)>& f) {
+  std::vector<unsigned char> out(count * 4);
+  for (size_t i = 0; i < count; ++i) {
+    const int32_t v = f(i);
+    std::memcpy(&out[i * 4], &v, 4);
+  }
+  return out;
+}
+
+void Rank::other_collectives() {
+  const size_t c = 100003;  // per block
+  const size_t nc = c * static_cast<size_t>(n_);
+  DeviceBytes send(nc * 4), recv(nc * 4);
+  if (!send.ptr || !recv.ptr) {
+    fail("cudaMalloc of the block buffers");
+    return;
+  }
+  const int root = n_ - 1;
+  const auto check = [&](const std::string& what, const void* dev, size_t count,
+                         const std::function<int32_t(size_t)>& want) {
+    const auto got = get(dev, count * 4);
+    const auto expected = int32s(count, want);
+    for (size_t i = 0; i < count; ++i) {
+      if (std::memcmp(&got[i * 4], &expected[i * 4], 4) != 0) {
+        int32_t g, w;
+        std::memcpy(&g, &got[i * 4], 4);
+        std::memcpy(&w, &expected[i * 4], 4);
+        fail(what + ": index " + std::to_string(i) + ": got " + std::to_string(g) + ", want " +
+             std::to_string(w));
+        return;
+      }
+    }
+  };
+  // reduce: sum over ranks of (q * 1000003 + i % 100003), at the root
+  put(send.ptr, int32s(c, [&](size_t i) { return block_value(r_, i); }));
+  poison(recv.ptr, c * 4);
+  const int32_t rank_sum = static_cast<int32_t>(1000003LL * n_ * (n_ - 1) / 2);
+  if (ok(plx_reduce(send.ptr, recv.ptr, c, PLX_INT32, PLX_SUM, root, comm_, stream_), "reduce") &&
+      r_ == root) {
+    check("reduce", recv.ptr, c,
+          [&](size_t i) { return rank_sum + static_cast<int32_t>(n_ * (i % 100003)); });
+  }
+  // broadcast from the root, in place
+  put(send.ptr, int32s(c, [&](size_t i) { return r_ == root ? block_value(root, i) : -1; }));
+  if (ok(plx_broadcast(send.ptr, send.ptr, c, PLX_INT32, root, comm_, stream_), "broadcast")) {
+    check("broadcast", send.ptr, c, [&](size_t i) { return block_value(root, i); });
+  }
+  // reduce_scatter: block b of rank q holds q * 1000003 + (b * c + i) % 100003
+  put(send.ptr, int32s(nc, [&](size_t i) { return block_value(r_, i); }));
+  poison(recv.ptr, c * 4);
+  if (ok(plx_reduce_scatter(send.ptr, recv.ptr, c, PLX_INT32, PLX_SUM, comm_, stream_),
+         "reduce_scatter")) {
+    check("reduce_scatter", recv.ptr, c, [&](size_t i) {
+      return rank_sum + static_cast<int32_t>(n_ * ((static_cast<size_t>(r_) * c + i) % 100003));
+    });
+  }
+  // allgather, in place: block q of every rank = rank q's block
+  put(send.ptr, int32s(nc, [&](size_t i) { return i / c == static_cast<size_t>(r_) ?
+                                                     block_value(r_, i % c) : -1; }));
+  if (ok(plx_allgather(send.at(static_cast<size_t>(r_) * c * 4), send.ptr, c, PLX_INT32, comm_,
+                       stream_),
+         "allgather in place")) {
+    check("allgather", send.ptr, nc,
+          [&](size_t i) { return block_value(static_cast<int>(i / c), i % c); });
+  }
+  // alltoall: block j of rank q's send -> block q of rank j's recv; value q * 1000003 + j * c + i
+  put(send.ptr, int32s(nc, [&](size_t i) { return block_value(r_, i); }));
+  poison(recv.ptr, nc * 4);
+  if (ok(plx_alltoall(send.ptr, recv.ptr, c, PLX_INT32, comm_, stream_), "alltoall")) {
+    check("alltoall", recv.ptr, nc, [&](size_t i) {
+      return block_value(static_cast<int>(i / c), static_cast<size_t>(r_) * c + i % c);
+    });
+  }
+  // alltoallv: rank q sends 1 + q elements to everyone, into blocks of c; the rest of recv stays
+  std::vector<size_t> scounts(n_), sdispls(n_), rcounts(n_), rdispls(n_);
+  for (int j = 0; j < n_; ++j) {
+    scounts[j] = 1 + static_cast<size_t>(r_);
+    sdispls[j] = static_cast<size_t>(j) * c;
+    rcounts[j] = 1 + static_cast<size_t>(j);
+    rdispls[j] = static_cast<size_t>(j) * c;
+  }
+  put(send.ptr, int32s(nc, [&](size_t i) { return block_value(r_, i); }));
+  put(recv.ptr, int32s(nc, [&](size_t) { return -7; }));
+  if (ok(plx_alltoallv(send.ptr, scounts.data(), sdispls.data(), recv.ptr, rcounts.data(),
+                       rdispls.data(), PLX_INT32, comm_, stream_),
+         "alltoallv")) {
+    check("alltoallv", recv.ptr, nc, [&](size_t i) {
+      const size_t q = i / c, k = i % c;
+      return k <= q ? block_value(static_cast<int>(q), static_cast<size_t>(r_) * c + k) : -7;
+    });
+  }
+  // gather at the root, then scatter from it
+  put(send.ptr, int32s(c, [&](size_t i) { return block_value(r_, i); }));
+  poison(recv.ptr, nc * 4);
+  if (ok(plx_gather(send.ptr, recv.ptr, c, PLX_INT32, root, comm_, stream_), "gather") &&
+      r_ == root) {
+    check("gather", recv.ptr, nc,
+          [&](size_t i) { return block_value(static_cast<int>(i / c), i % c); });
+  }
+  put(send.ptr, int32s(nc, [&](size_t i) { return block_value(root, i); }));
+  poison(recv.ptr, c * 4);
+  if (ok(plx_scatter(send.ptr, recv.ptr, c, PLX_INT32, root, comm_, stream_), "scatter")) {
+    check("scatter", recv.ptr, c,
+          [&](size_t i) { return block_value(root, static_cast<size_t>(r_) * c + i); });
+  }
+  // send/recv between pairs (0,1), (2,3): the even rank sends first
+  const int peer = r_ ^ 1;
+  if (peer < n_) {
+    put(send.ptr, int32s(c, [&](size_t i) { return block_value(r_, i); }));
+    poison(recv.ptr, c * 4);
+    bool done = false;
+    if (r_ % 2 == 0) {
+      done = ok(plx_send(send.ptr, c, PLX_INT32, peer, comm_, stream_), "send") &&
+             ok(plx_recv(recv.ptr, c, PLX_INT32, peer, comm_, stream_), "recv");
+    } else {
+      done = ok(plx_recv(recv.ptr, c, PLX_INT32, peer, comm_, stream_), "recv") &&
+             ok(plx_send(send.ptr, c, PLX_INT32, peer, comm_, stream_), "send");
+    }
+    if (done) check("send/recv", recv.ptr, c, [&](size_t i) { return block_value(peer, i); });
+  }
+}
+
+void Rank::host_kinds() {
+  // Host buffers with a stream: the call waits for the stream, then runs on the host.
+  const size_t count = 1001;
+  std::vector<unsigned char> in(count * 4), out(count * 4);
+  fill_periodic(in.data(), count, 4, input_pattern(PLX_SUM, PLX_INT32, r_));
+  if (ok(plx_allreduce(in.data(), out.data(), count, PLX_INT32, PLX_SUM, comm_, stream_),
+         "allreduce on host buffers with a stream")) {
+    const std::string why =
+        check_periodic(out.data(), count, PLX_INT32, expected_pattern(PLX_SUM, PLX_INT32, n_));
+    if (!why.empty()) fail("host buffers with a stream: " + why);
+  }
+  // Managed buffers with NULL: host memory (as the engine passes them).
+  DeviceBytes managed(count * 4, true);
+  if (!managed.ptr) {
+    fail("cudaMallocManaged");
+    return;
+  }
+  if (!cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize")) return;
+  std::memcpy(managed.ptr, in.data(), in.size());
+  if (ok(plx_allreduce(managed.ptr, managed.ptr, count, PLX_INT32, PLX_SUM, comm_, nullptr),
+         "allreduce on managed buffers")) {
+    const std::string why = check_periodic(managed.at(), count, PLX_INT32,
+                                           expected_pattern(PLX_SUM, PLX_INT32, n_));
+    if (!why.empty()) fail("managed buffers: " + why);
+  }
+}
+
+void Rank::errors() {
+  DeviceBytes dev(64);
+  std::vector<int32_t> host(16, 1);
+  const std::string r = "rank " + std::to_string(r_) + ": ";
+  // Mixed kinds: refused on the calling rank, before anything is sent.
+  expect_error(plx_allreduce(host.data(), dev.ptr, 5, PLX_INT32, PLX_SUM, comm_, stream_),
+               PLX_ERROR_INVALID_ARGUMENT, "plx_allreduce: " + r + "sendbuf ",
+               "is host memory but recvbuf");
+  expect_error(plx_broadcast(dev.ptr, host.data(), 5, PLX_INT32, r_, comm_, nullptr),
+               PLX_ERROR_INVALID_ARGUMENT, "plx_broadcast: " + r + "sendbuf ",
+               "is device memory but recvbuf");
+  // Non-blocking forms and groups take host buffers only.
+  plx_request_t request = nullptr;
+  expect_error(plx_iallreduce(dev.ptr, dev.ptr, 5, PLX_INT32, PLX_SUM, comm_, &request),
+               PLX_ERROR_UNSUPPORTED, "plx_iallreduce: " + r + "sendbuf ",
+               "is device memory in a non-blocking call");
+  if (request != nullptr) fail("a refused plx_iallreduce wrote its request");
+  ok(plx_group_start(), "plx_group_start");
+  expect_error(plx_send(dev.ptr, 5, PLX_INT32, (r_ + 1) % n_, comm_, stream_),
+               PLX_ERROR_UNSUPPORTED, "plx_send: " + r + "device buffers inside ", "group");
+  ok(plx_group_end(), "plx_group_end of an empty group");
+  // The communicator is still usable: one more allreduce on device buffers.
+  std::vector<unsigned char> input(5 * 4);
+  fill_periodic(input.data(), 5, 4, input_pattern(PLX_SUM, PLX_INT32, r_));
+  if (put(dev.ptr, input) &&
+      ok(plx_allreduce(dev.ptr, dev.ptr, 5, PLX_INT32, PLX_SUM, comm_, stream_),
+         "allreduce after the errors")) {
+    const auto got = get(dev.ptr, 5 * 4);
+    const std::string why =
+        check_periodic(got.data(), 5, PLX_INT32, expected_pattern(PLX_SUM, PLX_INT32, n_));
+    if (!why.empty()) fail("allreduce after the errors: " + why);
+  }
+}
+
+// One rank of the world described by the environment; `expect_ipc` is whether allreduce must
+// run through CUDA IPC.
+int rank_main(bool expect_ipc) {
+  const int rank = std::atoi(std::getenv("PLEXUS_RANK"));
+  const int n = std::atoi(std::getenv("PLEXUS_WORLD_SIZE"));
+  if (cudaSetDevice(0) != cudaSuccess) return rank_failure(rank, "cudaSetDevice(0)");
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    return rank_failure(rank, "cudaStreamCreate");
+  }
+  plx_comm_t comm = nullptr;
+  const std::string why = init_world(n, "tcp", &comm);
+  if (!why.empty()) return rank_failure(rank, why);
+  Rank me(rank, n, comm, stream);
+  me.allreduce_cases(expect_ipc);
+  me.other_collectives();
+  me.host_kinds();
+  me.errors();
+  const int code = finish_rank(rank, comm, me.failures());
+  cudaStreamDestroy(stream);
+  return code;
+}
+
+// ---- the test side --------------------------------------------------------------------------
+
+std::string self_path() {
+  char path[PATH_MAX] = {};
+  const ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return len > 0 ? std::string(path, static_cast<size_t>(len)) : std::string();
+}
+
+// Runs this binary as n ranks of one world running `which`, and checks they all pass.
+void run_world(int n, const std::string& which, const EnvList& extra) {
+  EnvList env = transport_env("tcp", 60000);
+  env.push_back({"PLEXUS_CHUNK_BYTES", "65536"});
+  env.insert(env.end(), extra.begin(), extra.end());
+  const std::string port = std::to_string(free_tcp_port());
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::string> vars = {"PLX_DEVICE_TEST_CASE=" + which,
+                                     "PLEXUS_RANK=" + std::to_string(r),
+                                     "PLEXUS_WORLD_SIZE=" + std::to_string(n),
+                                     "PLEXUS_LOCAL_RANK=" + std::to_string(r),
+                                     "PLEXUS_MASTER_ADDR=127.0.0.1",
+                                     "PLEXUS_MASTER_PORT=" + port};
+    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
+    ranks.push_back(std::make_unique<Subprocess>(std::vector<std::string>{self_path()}, vars));
+  }
+  for (int r = 0; r < n; ++r) {
+    const ProcessResult result = ranks[r]->wait(240.0);
+    EXPECT_TRUE(result.exited && result.exit_code == 0)
+        << which << " world of " << n << ", rank " << r << ": "
+        << (result.timed_out ? "timed out" : "exit code " + std::to_string(result.exit_code))
+        << "\n" << result.err << result.out;
+  }
+}
+
+TEST(DeviceCollectives, CudaIpcTwoRanksOneGpu) {
+  PLX_REQUIRE_GPU();
+  run_world(2, "cuda_ipc", {});
+}
+
+TEST(DeviceCollectives, CudaIpcFourRanksOneGpu) {
+  PLX_REQUIRE_GPU();
+  run_world(4, "cuda_ipc", {});
+}
+
+TEST(DeviceCollectives, StagedWithoutPeerMemory) {
+  PLX_REQUIRE_GPU();
+  run_world(2, "staged", {{"PLEXUS_SHM", "0"}});
+}
+
+}  // namespace
+}  // namespace plexus::test
+
+int main(int argc, char** argv) {
+  if (const char* which = std::getenv("PLX_DEVICE_TEST_CASE")) {
+    return plexus::test::rank_main(std::string(which) == "cuda_ipc");
+  }
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
