@@ -10,6 +10,9 @@
 #include <string>
 #include <utility>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -25,7 +28,15 @@ TrackedBuffer::TrackedBuffer(size_t count, MemoryPool pool, MemoryCategory categ
                              bool committed, MemoryTracker* tracker)
     : count_(count), pool_(pool), category_(category),
       tracker_(tracker != nullptr ? tracker : &memory_tracker()) {
-  if (count_ > 0) {
+  if (count_ > 0 && pool_ == MemoryPool::kDevice && on_cuda()) {
+    try {
+      data_ = static_cast<float*>(cuda::alloc_managed(count_ * sizeof(float)));
+    } catch (...) {
+      count_ = 0;
+      throw;
+    }
+    managed_ = true;
+  } else if (count_ > 0) {
     const size_t page = page_size();
     mapped_bytes_ = (count_ * sizeof(float) + page - 1) / page * page;
     void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
@@ -44,7 +55,13 @@ TrackedBuffer::TrackedBuffer(size_t count, MemoryPool pool, MemoryCategory categ
 TrackedBuffer::~TrackedBuffer() { reset(); }
 
 void TrackedBuffer::reset() noexcept {
-  if (data_ != nullptr) munmap(data_, mapped_bytes_);
+  if (data_ != nullptr) {
+    if (managed_) {
+      cuda::free_managed(data_);
+    } else {
+      munmap(data_, mapped_bytes_);
+    }
+  }
   if (tracker_ != nullptr && committed_count_ > 0) {
     try {
       tracker_->add(pool_, category_, -static_cast<int64_t>(committed_count_ * sizeof(float)));
@@ -54,6 +71,7 @@ void TrackedBuffer::reset() noexcept {
   data_ = nullptr;
   count_ = 0;
   mapped_bytes_ = 0;
+  managed_ = false;
   committed_.clear();
   committed_count_ = 0;
 }
@@ -66,6 +84,7 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& other) noexcept {
   data_ = std::exchange(other.data_, nullptr);
   count_ = std::exchange(other.count_, 0);
   mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+  managed_ = std::exchange(other.managed_, false);
   pool_ = other.pool_;
   category_ = other.category_;
   tracker_ = other.tracker_;
@@ -96,7 +115,12 @@ void TrackedBuffer::commit(size_t offset, size_t count) {
   }
   account(added);
   committed_count_ += static_cast<size_t>(added);
-  if (count > 0) std::memset(data_ + offset, 0, count * sizeof(float));
+  if (count == 0) return;
+  if (managed_) {
+    cuda::fill(data_ + offset, count, 0.0f);
+  } else {
+    std::memset(data_ + offset, 0, count * sizeof(float));
+  }
 }
 
 void TrackedBuffer::release(size_t offset, size_t count) {
@@ -107,6 +131,7 @@ void TrackedBuffer::release(size_t offset, size_t count) {
   }
   account(-removed);
   committed_count_ -= static_cast<size_t>(removed);
+  if (managed_) return;  // managed memory keeps its pages until the buffer goes
   // Give back the pages wholly inside the range.
   const size_t page = page_size();
   const uintptr_t begin = reinterpret_cast<uintptr_t>(data_ + offset);
@@ -128,7 +153,12 @@ void TrackedBuffer::fill(float value) {
     throw std::logic_error("TrackedBuffer::fill: " + std::to_string(count_ - committed_count_) +
                            " of " + std::to_string(count_) + " elements are released");
   }
-  std::fill(data_, data_ + count_, value);
+  if (count_ == 0) return;
+  if (managed_) {
+    cuda::fill(data_, count_, value);
+  } else {
+    std::fill(data_, data_ + count_, value);
+  }
 }
 
 }  // namespace plexus::engine

@@ -12,6 +12,13 @@
 // Accounting is by elements (4 bytes each), so the tracker's figures are exact for every range;
 // the resident memory differs from them by at most a page at each end of a released range.
 //
+// On the CUDA compute device (engine/device/compute.h selected cuda before the buffer was
+// made), a MemoryPool::kDevice buffer is CUDA managed memory on the selected GPU instead
+// (cuda::alloc_managed), so the layers' kernels and the host (collectives, checkpoint I/O) both
+// reach it: commit zero-fills with a kernel (cuda::fill), and release only un-accounts (the
+// managed allocation keeps its pages until the buffer is destroyed; nothing is returned to the
+// device early). MemoryPool::kHost buffers are always host mmap memory, on either device.
+//
 // A new buffer is fully committed (zero-filled, accounted) unless told otherwise. Commit and
 // release track each element's state: committing a committed element, or releasing a released
 // one, is allowed and counted once. Thread safety: none; use from one thread.
@@ -46,6 +53,8 @@ class TrackedBuffer {
   const float& operator[](size_t i) const { return data_[i]; }
   MemoryPool pool() const { return pool_; }
   MemoryCategory category() const { return category_; }
+  // Whether the elements are CUDA managed memory (a kDevice buffer made on cuda).
+  bool managed() const { return managed_; }
 
   // Accounts [offset, offset+count) again and zero-fills it. Throws std::out_of_range naming
   // the range and the size if it does not fit.
@@ -57,7 +66,8 @@ class TrackedBuffer {
   // Elements now committed.
   size_t committed() const { return committed_count_; }
   bool is_committed(size_t offset, size_t count) const;
-  // Sets every committed element to value (the whole buffer must be committed to use fill()).
+  // Sets every committed element to value (the whole buffer must be committed to use fill());
+  // a managed buffer is filled by a kernel.
   void fill(float value);
 
  private:
@@ -68,6 +78,7 @@ class TrackedBuffer {
   float* data_ = nullptr;
   size_t count_ = 0;
   size_t mapped_bytes_ = 0;
+  bool managed_ = false;  // cuda::alloc_managed instead of mmap
   MemoryPool pool_ = MemoryPool::kDevice;
   MemoryCategory category_ = MemoryCategory::kParameters;
   MemoryTracker* tracker_ = nullptr;

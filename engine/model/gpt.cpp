@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/memory/compute_fill.h"
 #include "engine/model/carver.h"
 #include "engine/model/layers/attention.h"
 #include "engine/model/layers/encoder.h"
@@ -88,7 +89,7 @@ float Gpt::forward(const int32_t* tokens, const int32_t* targets, int B, int T) 
   num_targets_ = 0;
 
   const float* P = params_.data();
-  encoder_forward(encoded_, tokens, P + wte_, P + wpe_, B, T, C);
+  encoder_forward(encoded_, tokens_.data(), P + wte_, P + wpe_, B, T, C);
   const float* x = encoded_;
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockOffsets& o = blocks_[l];
@@ -109,14 +110,15 @@ float Gpt::forward(const int32_t* tokens, const int32_t* targets, int B, int T) 
   matmul_forward(logits_, lnf_, P + wte_, nullptr, B, T, C, V);  // tied LM head
   if (!have_targets_) return 0.0f;
 
-  num_targets_ = softmax_crossentropy_forward(losses_, probs_, logits_, targets, B, T, V);
+  num_targets_ =
+      softmax_crossentropy_forward(losses_, probs_, logits_, targets_.data(), B, T, V);
   if (num_targets_ == 0) return 0.0f;
   double sum = 0.0;
   for (size_t i = 0; i < BT; ++i) sum += losses_[i];
   return static_cast<float>(sum / static_cast<double>(num_targets_));
 }
 
-void Gpt::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void Gpt::zero_grad() { compute_fill(grads_.data(), grads_.size(), 0.0f); }
 
 void Gpt::backward() {
   if (!have_targets_) {
@@ -130,7 +132,8 @@ void Gpt::backward() {
   const size_t block_scratch = static_cast<size_t>(block_grads_.dfcproj - block_grads_.dln1) +
                                BT * C;  // the BlockGrads slices are contiguous
   // everything before the block scratch: dstream, dres2, dlnf, dlogits
-  std::fill(grad_acts_.data(), block_grads_.dln1, 0.0f);
+  compute_fill(grad_acts_.data(), static_cast<size_t>(block_grads_.dln1 - grad_acts_.data()),
+               0.0f);
   const float* P = params_.data();
   float* G = grads_.data();
 
@@ -145,7 +148,7 @@ void Gpt::backward() {
     const BlockActs& a = block_acts_[l];
     const BlockGrads& g = block_grads_;
     const float* x = l == 0 ? encoded_ : block_acts_[l - 1].res3;
-    std::fill(g.dln1, g.dln1 + block_scratch, 0.0f);
+    compute_fill(g.dln1, block_scratch, 0.0f);
     residual_backward(dres2_[l], g.dfcproj, dstream_[l + 1], BT * C);
     matmul_backward(g.dfch_gelu, G + o.fcproj_w, G + o.fcproj_b, g.dfcproj, a.fch_gelu,
                     P + o.fcproj_w, B, T, 4 * C, C);

@@ -1,5 +1,7 @@
-// gpt.h - a GPT-2 style decoder-only transformer on the CPU (Radford et al. 2019), after
-// karpathy/llm.c: pre-LN blocks, GELU MLP, tied token embedding / LM head.
+// gpt.h - a GPT-2 style decoder-only transformer (Radford et al. 2019), after karpathy/llm.c:
+// pre-LN blocks, GELU MLP, tied token embedding / LM head. It runs on the compute device
+// selected before it was built (engine/device/compute.h): its buffers are ComputeVectors
+// (managed memory on cuda) and its layers dispatch to the device.
 //
 //   x = wte[tokens] + wpe[0:T]
 //   for each block: x = x + attn(ln1(x)); x = x + mlp(ln2(x))     mlp = proj(gelu(fc(.)))
@@ -19,6 +21,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "engine/memory/compute_vector.h"
 
 namespace plexus::engine {
 
@@ -122,23 +126,23 @@ class Gpt {
   GptConfig config_;
   std::vector<ParamTensor> table_;
   std::vector<Init> init_;
-  std::vector<float> params_;
-  std::vector<float> grads_;
+  ComputeVector<float> params_;
+  ComputeVector<float> grads_;
   size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0;
   std::vector<BlockOffsets> blocks_;
 
   // activations of the last forward
-  std::vector<float> acts_;
+  ComputeVector<float> acts_;
   std::vector<BlockActs> block_acts_;
   float *encoded_ = nullptr, *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr;
   float *logits_ = nullptr, *probs_ = nullptr, *losses_ = nullptr;
   int B_ = 0, T_ = 0;
-  std::vector<int32_t> tokens_, targets_;
+  ComputeVector<int32_t> tokens_, targets_;  // copies the layers read
   bool have_targets_ = false;
   size_t num_targets_ = 0;
 
   // backward workspace
-  std::vector<float> grad_acts_;
+  ComputeVector<float> grad_acts_;
   std::vector<float*> dstream_;  // dstream_[l]: gradient of block l's input (B,T,C), l = 0..L
   std::vector<float*> dres2_;    // gradient of block l's mid-block residual (B,T,C)
   BlockGrads block_grads_{};

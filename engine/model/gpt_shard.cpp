@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/memory/compute_fill.h"
 #include "engine/model/layers/layernorm.h"
 #include "engine/model/layers/matmul.h"
 #include "engine/model/shard_activations.h"
@@ -82,13 +83,13 @@ std::vector<uint8_t> GptShard::decay_mask() const {
 void GptShard::zero_grad() {
   if (grads_.committed() == 0) return;  // ZeRO-2/3 between backward passes
   if (grads_.committed() == grads_.size()) {
-    std::fill(grads_.data(), grads_.data() + grads_.size(), 0.0f);
+    compute_fill(grads_.data(), grads_.size(), 0.0f);
     return;
   }
   for (const ParamUnit& u : units_) {  // ZeRO-2 keeps a unit whole or a part of it
     float* g = grads_.data() + u.offset;
     if (grads_.is_committed(u.offset, u.count)) {
-      std::fill(g, g + u.count, 0.0f);
+      compute_fill(g, u.count, 0.0f);
       continue;
     }
     for (size_t i = 0; i < u.count; ++i) {
@@ -207,7 +208,7 @@ float GptShard::forward(int slot, const int32_t* tokens, const float* input,
   if (spec_.embed) {
     acquire(unit_wte_, UnitPhase::kForward);
     acquire(unit_wpe_, UnitPhase::kForward);
-    tp_embedding_forward(x0, tokens, P + wte_, P + wpe_, vocab_, B, T, C, group);
+    tp_embedding_forward(x0, s.tokens(), P + wte_, P + wpe_, vocab_, B, T, C, group);
     release(unit_wpe_, UnitPhase::kForward);
     release(unit_wte_, UnitPhase::kForward);
   } else {
@@ -250,7 +251,7 @@ float GptShard::forward(int slot, const int32_t* tokens, const float* input,
   matmul_forward(h.logits, h.lnf, P + wte_, nullptr, B, T, C, vocab_.rows);  // tied LM head
   release(head_wte, UnitPhase::kForward);
   release(unit_lnf_, UnitPhase::kForward);
-  s.num_targets = tp_crossentropy_forward(h.losses, h.probs, ce_stats_, h.logits, targets,
+  s.num_targets = tp_crossentropy_forward(h.losses, h.probs, ce_stats_, h.logits, s.targets(),
                                           vocab_, B, T, group);
   s.busy = true;
   if (s.num_targets == 0) return 0.0f;
@@ -307,11 +308,11 @@ void GptShard::backward_head(ActivationSlot& s, float* dcur, float loss_scale, b
   acquire(head_wte, UnitPhase::kBackward);
   if (compute) {
     const SlotHead& h = s.head();
-    std::fill(dlogits_, dlogits_ + BT * vocab_.rows, 0.0f);
-    std::fill(dlnf_, dlnf_ + BTC, 0.0f);
-    std::fill(dcur, dcur + BTC, 0.0f);
+    compute_fill(dlogits_, BT * vocab_.rows, 0.0f);
+    compute_fill(dlnf_, BTC, 0.0f);
+    compute_fill(dcur, BTC, 0.0f);
     const float dloss = loss_scale / static_cast<float>(s.num_targets);
-    tp_crossentropy_backward(dlogits_, h.probs, s.targets(), dloss, vocab_, B, T);
+    tp_crossentropy_backward(dlogits_, h.probs, s.targets(), dloss, vocab_, B, T, tp());
     matmul_backward(dlnf_, G + wte_, nullptr, dlogits_, h.lnf, P + wte_, B, T, C, vocab_.rows);
     tp().sum(dlnf_, BTC);  // the LM head is column-parallel (vocabulary): "f"
     layernorm_backward(dcur, G + lnf_w_, G + lnf_b_, dlnf_, s.output(), P + lnf_w_,
@@ -356,8 +357,8 @@ void GptShard::backward_blocks(ActivationSlot& s, float*& dcur, float*& dnext, b
                          : i == 0         ? s.input(0)
                                           : s.block(i - 1).res3;
         const TpBlockActs& a = ck ? recompute_acts_[i - first] : s.block(i);
-        std::fill(dnext, dnext + BTC, 0.0f);
-        std::fill(dres2_, dres2_ + BTC, 0.0f);
+        compute_fill(dnext, BTC, 0.0f);
+        compute_fill(dres2_, BTC, 0.0f);
         tp_block_backward(dnext, dres2_, scratch_, dcur, x, a, params_.data(), grads_.data(),
                           blocks_[i], dims(s.B, s.T), tp());
         std::swap(dcur, dnext);
@@ -375,7 +376,7 @@ void GptShard::backward_embedding(ActivationSlot& s, const float* dcur, bool com
   if (compute) {
     float* G = grads_.data();
     tp_embedding_backward(G + wte_, G + wpe_, dcur, s.tokens(), vocab_, s.B, s.T,
-                          config_.n_embd);
+                          config_.n_embd, tp());
   }
   release(unit_wpe_, UnitPhase::kBackward);
   release(unit_wte_, UnitPhase::kBackward);

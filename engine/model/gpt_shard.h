@@ -31,7 +31,10 @@
 // every activation, the backward workspace and the recompute area in (device, activations),
 // offloaded block inputs in (host, activations) (shard_activations.h), the packed replicated
 // gradients for their allreduce in (device, communication); all in the tracker given to the
-// constructor (memory_tracker() by default).
+// constructor (memory_tracker() by default). The device pool's buffers are CUDA managed memory
+// when the shard is built on cuda (engine/device/compute.h, tracked_buffer.h), and the layers
+// run there; the tensor-parallel collectives and the vocabulary loops of tp_vocab.h (tp > 1)
+// stay on the host.
 //
 // Activation checkpointing and offloading (set_activation_policy, activation_policy.h): with
 // checkpoint_every N a slot keeps only the inputs of blocks 0, N, 2N, ... (and the head's

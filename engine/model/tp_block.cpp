@@ -3,8 +3,7 @@
 // local widths and the "f" / "g" allreduces inserted.
 #include "engine/model/tp_block.h"
 
-#include <algorithm>
-
+#include "engine/memory/compute_fill.h"
 #include "engine/model/carver.h"
 #include "engine/model/layers/attention.h"
 #include "engine/model/layers/gelu.h"
@@ -115,14 +114,14 @@ void tp_block_backward(float* dx, float* dres2, const TpBlockScratch& s, const f
   const Local l(d, tp.degree);
   const int B = d.B, T = d.T, C = l.C, Cl = l.Cl;
   const size_t BT = d.rows(), BTC = BT * C;
-  std::fill(s.dln1, s.dln1 + BTC, 0.0f);
-  std::fill(s.dqkv, s.dqkv + BT * 3 * Cl, 0.0f);
-  std::fill(s.datty, s.datty + BT * Cl, 0.0f);
-  std::fill(s.dattproj, s.dattproj + BTC, 0.0f);
-  std::fill(s.dln2, s.dln2 + BTC, 0.0f);
-  std::fill(s.dfch, s.dfch + BT * 4 * Cl, 0.0f);
-  std::fill(s.dfch_gelu, s.dfch_gelu + BT * 4 * Cl, 0.0f);
-  std::fill(s.dfcproj, s.dfcproj + BTC, 0.0f);
+  compute_fill(s.dln1, BTC, 0.0f);
+  compute_fill(s.dqkv, BT * 3 * Cl, 0.0f);
+  compute_fill(s.datty, BT * Cl, 0.0f);
+  compute_fill(s.dattproj, BTC, 0.0f);
+  compute_fill(s.dln2, BTC, 0.0f);
+  compute_fill(s.dfch, BT * 4 * Cl, 0.0f);
+  compute_fill(s.dfch_gelu, BT * 4 * Cl, 0.0f);
+  compute_fill(s.dfcproj, BTC, 0.0f);
 
   // MLP: res3 = res2 + proj(gelu(fc(ln2(res2))))
   residual_backward(dres2, s.dfcproj, dout, BTC);

@@ -40,7 +40,11 @@ void tp_embedding_forward(float* out, const int32_t* tokens, const float* wte, c
 }
 
 void tp_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                           const VocabSlice& vocab, int B, int T, int C) {
+                           const VocabSlice& vocab, int B, int T, int C, const TpGroup& tp) {
+  if (tp.degree == 1) {  // every token is local: the same additions in the same order
+    encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+    return;
+  }
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       const size_t bt = static_cast<size_t>(b) * T + t;
@@ -102,8 +106,13 @@ size_t tp_crossentropy_forward(float* losses, float* probs, float* stats, const 
 }
 
 void tp_crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                              float dloss, const VocabSlice& vocab, int B, int T) {
+                              float dloss, const VocabSlice& vocab, int B, int T,
+                              const TpGroup& tp) {
   const int V = vocab.rows;
+  if (tp.degree == 1) {  // every column is a real local token: the same arithmetic
+    softmax_crossentropy_backward(dlogits, probs, targets, dloss, B, T, V);
+    return;
+  }
   const size_t rows = static_cast<size_t>(B) * T;
   for (size_t r = 0; r < rows; ++r) {
     if (targets[r] < 0) continue;

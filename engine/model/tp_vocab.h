@@ -10,8 +10,10 @@
 //                  z_t = allreduce_sum(target logit if local, else 0); loss = log s + m - z_t
 //
 // Wire traffic: the embedding sums (B,T,C) floats; the loss takes one max of (B,T) floats and
-// one sum of 2*(B,T) floats. With degree 1 both run the single-process layers (encoder,
-// softmax_crossentropy), so results are bit-identical to Gpt's.
+// one sum of 2*(B,T) floats. With degree 1 all four functions run the single-process layers
+// (encoder, softmax_crossentropy), so results are bit-identical to Gpt's, and they run on the
+// compute device (engine/device/compute.h). With degree > 1 the loops here run on the host,
+// around the host collectives, reading managed memory on cuda.
 #pragma once
 
 #include <cstddef>
@@ -36,7 +38,7 @@ void tp_embedding_forward(float* out, const int32_t* tokens, const float* wte, c
 // Accumulates (+=) dout (B,T,C) into the local wte rows of the tokens held here and into wpe
 // rows 0..T-1 (dout is the same on every tensor rank, so wpe's gradient is too).
 void tp_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                           const VocabSlice& vocab, int B, int T, int C);
+                           const VocabSlice& vocab, int B, int T, int C, const TpGroup& tp);
 
 // logits (B,T,rows): this rank's columns. Writes probs (B,T,rows) (the global softmax's local
 // columns, 0 on padding) and losses (B,T) (0 where target < 0). stats: 3*B*T floats of
@@ -48,6 +50,7 @@ size_t tp_crossentropy_forward(float* losses, float* probs, float* stats, const 
 // Accumulates (+=) dloss * (probs - onehot(target)) into dlogits (B,T,rows), the one-hot only
 // where the target is local; nothing at positions with target < 0.
 void tp_crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
-                              float dloss, const VocabSlice& vocab, int B, int T);
+                              float dloss, const VocabSlice& vocab, int B, int T,
+                              const TpGroup& tp);
 
 }  // namespace plexus::engine

@@ -1,12 +1,23 @@
-// adamw.cpp - AdamW step over a slice of the flat buffers (see adamw.h for the update).
+// adamw.cpp - AdamW step over a slice of the flat buffers (see adamw.h for the update), on the
+// selected compute device.
 #include "engine/optim/adamw.h"
 
 #include <cmath>
+
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
 
 namespace plexus::engine {
 
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
                 const AdamWConfig& config, const uint8_t* decay_mask) {
+  if (n == 0 || step < 1) return;
+  if (on_cuda()) return cuda::adamw_step(params, grads, m, v, n, step, config, decay_mask);
+  adamw_step_host(params, grads, m, v, n, step, config, decay_mask);
+}
+
+void adamw_step_host(float* params, const float* grads, float* m, float* v, size_t n,
+                     int64_t step, const AdamWConfig& config, const uint8_t* decay_mask) {
   if (n == 0 || step < 1) return;
   const float b1 = config.beta1, b2 = config.beta2;
   // bias corrections in double: beta^t for large t underflows gracefully to 0

@@ -28,7 +28,15 @@ struct AdamWConfig {
 // are updated in place with params; grads is read only. decay_mask: one byte per element, decay
 // where nonzero; nullptr decays every element. All arrays hold n elements; params, grads, m, v
 // must not overlap. Does nothing if n == 0. step < 1 is a caller bug: the step is skipped.
+// On the CUDA compute device (engine/device/compute.h) the step is cuda::adamw_step, and every
+// array, decay_mask included, must be managed memory (TrackedBuffer of MemoryPool::kDevice,
+// ComputeVector); Gpt::decay_mask()'s std::vector is host memory, for the cpu.
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
                 const AdamWConfig& config, const uint8_t* decay_mask);
+
+// The same step on the host whatever the device: the loop adamw_step runs on the cpu. For
+// arrays in host memory (ZeRO-Offload's host copies, shard_step.h), as DeepSpeed's CPU Adam.
+void adamw_step_host(float* params, const float* grads, float* m, float* v, size_t n,
+                     int64_t step, const AdamWConfig& config, const uint8_t* decay_mask);
 
 }  // namespace plexus::engine

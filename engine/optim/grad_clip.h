@@ -9,8 +9,15 @@
 
 namespace plexus::engine {
 
+// On the CUDA compute device (engine/device/compute.h) grad_sum_squares and scale_gradients
+// run cuda::sum_squares and cuda::scale (grads must be managed memory); the sum is then a
+// parallel reduction, equal to the host's within rounding, not bit for bit.
+
 // Sum of g[i]^2 over n elements, accumulated in double.
 double grad_sum_squares(const float* grads, size_t n);
+
+// grads[0..n) *= factor (nothing when factor is 1): the rescale of clipping.
+void scale_gradients(float* grads, size_t n, float factor);
 
 // The factor that brings a gradient of norm sqrt(sum_squares) down to max_norm:
 // min(1, max_norm / (norm + 1e-6)), as PyTorch. Returns 1 if max_norm <= 0 (clipping off).

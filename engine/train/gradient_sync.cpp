@@ -85,8 +85,7 @@ void scale_grads(StageModel& model, float factor) {
   if (factor == 1.0f) return;
   for (int c = 0; c < model.num_chunks(); ++c) {
     GptShard& shard = model.chunk(c);
-    float* g = shard.grads();
-    for (size_t i = 0; i < shard.num_params(); ++i) g[i] *= factor;
+    scale_gradients(shard.grads(), shard.num_params(), factor);
   }
 }
 

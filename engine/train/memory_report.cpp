@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/device/compute.h"
 #include "topology/output_path.h"
 
 namespace plexus::engine {
@@ -37,8 +38,12 @@ std::string check_memory_report_pattern(const std::string& pattern, int world_si
 
 void write_memory_report(const std::string& path, int rank, const std::string& placement,
                          const MemoryTracker& tracker) {
-  const nlohmann::json report = {
-      {"rank", rank}, {"placement", placement}, {"memory", tracker.report()}};
+  // "compute_device": where the "device" pool is (GPU managed memory on cuda, host memory
+  // standing for a GPU on cpu).
+  const nlohmann::json report = {{"rank", rank},
+                                 {"placement", placement},
+                                 {"compute_device", compute_device_name(compute_device())},
+                                 {"memory", tracker.report()}};
   if (std::string why = topology::replace_target_problem(path); !why.empty()) {
     throw std::runtime_error(fmt::format("rank {}: cannot write the memory report: {}", rank, why));
   }

@@ -1,6 +1,8 @@
 // memory_report.h - the memory figures plexus-train gives at the end of a run: rank 0 prints
 // its peaks (MemoryTracker::summary()), and with --memory-report PATH every rank writes
-//   {"rank": r, "placement": "D4+zero2", "memory": MemoryTracker::report()}
+//   {"rank": r, "placement": "D4+zero2", "compute_device": "cpu", "memory": MemoryTracker::report()}
+// ("compute_device" says where the "device" pool lives: "cuda" a GPU's managed memory, "cpu"
+// host memory accounted apart from the "host" pool)
 // to PATH with every "{rank}" replaced by r (docs/memory.md lists the categories).
 #pragma once
 

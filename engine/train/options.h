@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/device/compute.h"
+
 namespace plexus::engine {
 
 struct ModelOptions {
@@ -45,6 +47,10 @@ struct TrainOptions {
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved
   std::string save_params_path;  // full model's parameters gathered to rank 0 at the end; ""
   std::string memory_report_path;  // each rank's memory figures as JSON, "{rank}" -> rank; ""
+  // Where the model runs (--device, --autocast; engine/device/compute.h). On cuda each rank
+  // takes GPU (local rank modulo the visible GPUs); several ranks may share one.
+  ComputeDevice device = ComputeDevice::kCpu;
+  Autocast autocast = Autocast::kNone;
 };
 
 struct SampleOptions {
@@ -54,6 +60,8 @@ struct SampleOptions {
   float temperature = 0.8f;
   int top_k = 0;              // 0: no top-k filter
   uint64_t seed = 42;
+  ComputeDevice device = ComputeDevice::kCpu;  // one process: GPU 0 on cuda
+  Autocast autocast = Autocast::kNone;
 };
 
 }  // namespace plexus::engine

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device/compute.h"
 #include "engine/model/gpt.h"
 #include "engine/model/rng.h"
 #include "engine/train/checkpoint.h"
@@ -52,6 +53,10 @@ int run_sampling(const SampleOptions& o) {
                    o.tokens, o.top_k);
       return 2;
     }
+    if (std::string why = select_compute_device(o.device, 0, o.autocast); !why.empty()) {
+      std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
+      return 2;
+    }
     Checkpoint ck = load_checkpoint(o.checkpoint_path);
     const auto& m = ck.header.at("model");
     GptConfig config;
@@ -60,7 +65,7 @@ int run_sampling(const SampleOptions& o) {
     config.n_layer = m.at("n_layer").get<int>();
     config.n_head = m.at("n_head").get<int>();
     config.n_embd = m.at("n_embd").get<int>();
-      Gpt model(config);
+    Gpt model(config);  // on the selected device
     const std::vector<float>* params = ck.find("params");
     if (params == nullptr || params->size() != model.num_params()) {
       std::fprintf(stderr, "plexus-train: checkpoint '%s' has %zu parameters, the model %zu\n",

@@ -10,12 +10,17 @@ namespace plexus::engine {
 
 namespace {
 
-// adamw_step on one piece, with the tensor's weight decay.
+// adamw_step on one piece, with the tensor's weight decay; on the host (adamw_step_host) for
+// the offloaded step, whose arrays are host memory whatever the compute device.
 void step_piece(const ShardTensor& t, float* p, const float* g, float* m, float* v, size_t n,
-                int64_t step, const AdamWConfig& config) {
+                int64_t step, const AdamWConfig& config, bool on_host) {
   AdamWConfig c = config;
   if (!t.decay) c.weight_decay = 0.0f;
-  adamw_step(p, g, m, v, n, step, c, nullptr);
+  if (on_host) {
+    adamw_step_host(p, g, m, v, n, step, c, nullptr);
+  } else {
+    adamw_step(p, g, m, v, n, step, c, nullptr);
+  }
 }
 
 // Where unit u's owned parameters are: its full-space elements, or the shard.
@@ -35,7 +40,8 @@ void adamw_owned(const std::vector<ShardTensor>& tensors, const UnitPartition& p
                          [&](int unit, const ShardTensor& t, size_t full, size_t shard, size_t n) {
                            float* p = params_at(b, unit, full, shard);
                            const float* g = b.grads + (b.grads_in_shard ? shard : full);
-                           step_piece(t, p, g, b.m + shard, b.v + shard, n, step, config);
+                           step_piece(t, p, g, b.m + shard, b.v + shard, n, step, config,
+                                      false);
                          });
     return;
   }
@@ -54,7 +60,7 @@ void adamw_owned(const std::vector<ShardTensor>& tensors, const UnitPartition& p
   for_each_owned_piece(tensors, partition,
                        [&](int, const ShardTensor& t, size_t, size_t shard, size_t n) {
                          step_piece(t, host_params.data() + shard, host_grads.data() + shard,
-                                    b.m + shard, b.v + shard, n, step, config);
+                                    b.m + shard, b.v + shard, n, step, config, true);
                        });
   for (int u = 0; u < partition.num_units(); ++u) {
     const UnitSlice& s = partition.slice(u);

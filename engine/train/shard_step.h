@@ -54,10 +54,10 @@ struct StepBuffers {
   float* v = nullptr;
 };
 
-// One AdamW step (adamw_step's arithmetic) over the rank's owned elements of one chunk.
-// offload: m and v live in the host pool; the owned gradient and parameters are first copied
-// to host staging (host, communication; freed on return), stepped there, and the parameters
-// copied back.
+// One AdamW step (adamw_step's arithmetic) over the rank's owned elements of one chunk, on the
+// compute device (adamw_step). offload: m and v live in the host pool; the owned gradient and
+// parameters are first copied to host staging (host, communication; freed on return), stepped
+// there on the host (adamw_step_host, whatever the device), and the parameters copied back.
 void adamw_owned(const std::vector<ShardTensor>& tensors, const UnitPartition& partition,
                  const StepBuffers& buffers, int64_t step, const AdamWConfig& config,
                  bool offload, MemoryTracker& tracker);

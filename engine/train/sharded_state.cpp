@@ -177,8 +177,7 @@ void ShardedState::scale_grads(float factor) {
   if (factor == 1.0f) return;
   for (int c = 0; c < model_.num_chunks(); ++c) {
     for (const UnitSlice& s : chunks_[c].partition.slices()) {
-      float* g = owned_grads(c, s.full_begin(), s.shard_offset);
-      for (size_t i = 0; i < s.owned; ++i) g[i] *= factor;
+      scale_gradients(owned_grads(c, s.full_begin(), s.shard_offset), s.owned, factor);
     }
   }
 }

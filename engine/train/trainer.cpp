@@ -27,6 +27,7 @@
 #include "engine/train/checkpoint.h"
 #include "engine/train/checkpoint_io.h"
 #include "engine/train/checkpoint_metrics.h"
+#include "engine/train/device_choice.h"
 #include "engine/train/explain.h"
 #include "engine/train/memory_plan.h"
 #include "engine/train/memory_report.h"
@@ -235,6 +236,11 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   const int P = placement.degree('P');
   const int d = placement.coordinate(world.rank(), 'D');
   check_options(o, placement);
+  // The compute device, before any model buffer exists (they are allocated where it works).
+  if (std::string why = select_rank_device(o.device, o.autocast, world.local_rank());
+      !why.empty()) {
+    throw UsageError(why);
+  }
   const GptConfig config = model_config(o);
   partition_layers(config.n_layer, P * o.virtual_stages);  // "layers fewer than stages" early
   if (std::string why = check_memory_report_pattern(o.memory_report_path, world.size());
@@ -309,6 +315,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                 world.transport_name());
     std::printf("plexus-train: data %s: %zu training and %zu validation bytes\n",
                 o.data_path.c_str(), data.size(Split::kTrain), data.size(Split::kValidation));
+    std::printf("plexus-train: %s\n", describe_compute_device(world.local_rank()).c_str());
     if (const std::string plan = memory.describe(); !plan.empty()) {
       std::printf("plexus-train: memory: %s\n", plan.c_str());
     }
@@ -464,7 +471,9 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     if (leader) std::printf("plexus-train: saved parameters %s\n", o.save_params_path.c_str());
   }
   if (leader) {
-    std::printf("plexus-train: memory peaks (rank 0)\n%s\n", memory_tracker().summary().c_str());
+    std::printf("plexus-train: memory peaks (rank 0), the device pool in %s\n%s\n",
+                device_pool_description(world.local_rank()).c_str(),
+                memory_tracker().summary().c_str());
   }
   if (!o.memory_report_path.empty()) {
     write_memory_report(memory_report_path(o.memory_report_path, world.rank()), world.rank(),

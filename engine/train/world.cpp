@@ -32,6 +32,7 @@ void World::init() {
   check(plx_comm_rank(comm_, &rank_), "plx_comm_rank");
   check(plx_comm_size(comm_, &size_), "plx_comm_size");
   check(plx_comm_local_size(comm_, &local_size_), "plx_comm_local_size");
+  check(plx_comm_local_rank(comm_, &local_rank_), "plx_comm_local_rank");
 }
 
 const char* World::transport_name() const {

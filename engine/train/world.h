@@ -35,6 +35,8 @@ class World {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_size() const { return local_size_; }
+  // This rank's index among the ranks on its host (plx_comm_local_rank).
+  int local_rank() const { return local_rank_; }
   const char* transport_name() const;
 
   // Mean of `value` over all ranks. `what` names the value in error messages.
@@ -58,6 +60,7 @@ class World {
   int rank_ = 0;
   int size_ = 1;
   int local_size_ = 1;
+  int local_rank_ = 0;
 };
 
 }  // namespace plexus::engine

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string>
 
 #include "engine/train/options.h"
 #include "engine/train/trainer.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   TrainOptions t;
   SampleOptions s;
   bool sample = false;
+  std::string device = "cpu", autocast = "none";
 
   CLI::App app{"plexus-train: train a GPT over Plexus collectives, or sample from a checkpoint"};
   app.set_version_flag("--version", "plexus-train 0.1.0");
@@ -74,6 +76,15 @@ int main(int argc, char** argv) {
                  "at the end, every rank writes its memory figures (JSON) here; {rank} in the "
                  "path becomes the rank");
 
+  app.add_option("--device", device,
+                 "compute device: cpu (OpenBLAS) or cuda (each rank on GPU local rank modulo "
+                 "the visible GPUs; several ranks may share one)")
+      ->capture_default_str();
+  app.add_option("--autocast", autocast,
+                 "with --device cuda: none (fp32) or bf16 (GEMM inputs rounded to bf16, fp32 "
+                 "accumulation)")
+      ->capture_default_str();
+
   app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
   app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();
   app.add_option("--tokens", s.tokens, "bytes to generate (with --sample)")->capture_default_str();
@@ -85,6 +96,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (!plexus::engine::parse_compute_device(device, &t.device)) {
+    std::fprintf(stderr, "plexus-train: --device '%s' is not one of cpu, cuda\n", device.c_str());
+    return 2;
+  }
+  if (!plexus::engine::parse_autocast(autocast, &t.autocast)) {
+    std::fprintf(stderr, "plexus-train: --autocast '%s' is not one of none, bf16\n",
+                 autocast.c_str());
+    return 2;
+  }
+  s.device = t.device;
+  s.autocast = t.autocast;
   if (sample) {
     s.checkpoint_path = t.checkpoint_path;
     return plexus::engine::run_sampling(s);

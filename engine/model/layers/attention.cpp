@@ -9,6 +9,9 @@
 #include <cmath>
 #include <cstddef>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -34,6 +37,7 @@ void causal_softmax(float* a, int T) {
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH) {
+  if (on_cuda()) return cuda::attention_forward(out, att, inp, B, T, C, NH);
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -59,6 +63,7 @@ void attention_forward(float* out, float* att, const float* inp, int B, int T, i
 // dQ += scale dS K; dK += scale dS^T Q.
 void attention_backward(float* dinp, float* scratch, const float* dout, const float* inp,
                         const float* att, int B, int T, int C, int NH) {
+  if (on_cuda()) return cuda::attention_backward(dinp, scratch, dout, inp, att, B, T, C, NH);
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));

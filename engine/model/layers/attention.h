@@ -4,6 +4,9 @@
 // v = inp[..., 2C:3C]; head h owns columns h*hs .. (h+1)*hs - 1 of each, hs = C / NH.
 // Per (b,h): att = softmax(mask(q k^T / sqrt(hs))) (T,T), out_h = att v. Both products are sgemm
 // calls on strided views of inp and out, so no transpose is ever materialized.
+// On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
+// engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
+// of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
 #pragma once
 
 namespace plexus::engine {

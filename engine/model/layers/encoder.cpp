@@ -3,10 +3,14 @@
 
 #include <cstddef>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                      int B, int T, int C) {
+  if (on_cuda()) return cuda::encoder_forward(out, tokens, wte, wpe, B, T, C);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       const size_t bt = static_cast<size_t>(b) * T + t;
@@ -20,6 +24,7 @@ void encoder_forward(float* out, const int32_t* tokens, const float* wte, const 
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                       int B, int T, int C) {
+  if (on_cuda()) return cuda::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       const size_t bt = static_cast<size_t>(b) * T + t;

@@ -1,4 +1,7 @@
 // encoder.h - token + position embedding: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:].
+// On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
+// engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
+// of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
 #pragma once
 
 #include <cstdint>

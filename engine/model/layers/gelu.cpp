@@ -8,6 +8,9 @@
 
 #include <cstring>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 namespace {
@@ -64,6 +67,7 @@ inline void store(float* a, size_t i, size_t n, Vec4 v) {
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, size_t n) {
+  if (on_cuda()) return cuda::gelu_forward(out, inp, n);
   for (size_t i = 0; i < n; i += 4) {
     const Vec4 x = load(inp, i, n);
     const Vec4 u = kGeluScale * (x + kGeluCube * x * x * x);
@@ -73,6 +77,7 @@ void gelu_forward(float* out, const float* inp, size_t n) {
 
 // d/dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) du/dx, du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+  if (on_cuda()) return cuda::gelu_backward(dinp, inp, dout, n);
   for (size_t i = 0; i < n; i += 4) {
     const Vec4 x = load(inp, i, n);
     const Vec4 u = kGeluScale * (x + kGeluCube * x * x * x);

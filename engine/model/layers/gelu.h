@@ -1,4 +1,7 @@
 // gelu.h - GELU, tanh approximation (Hendrycks & Gimpel 2016), as in GPT-2.
+// On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
+// engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
+// of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
 #pragma once
 
 #include <cstddef>

@@ -4,10 +4,14 @@
 #include <cmath>
 #include <cstddef>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int B, int T, int C) {
+  if (on_cuda()) return cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, B, T, C);
   const size_t rows = static_cast<size_t>(B) * T;
   for (size_t r = 0; r < rows; ++r) {
     const float* x = inp + r * C;
@@ -33,6 +37,10 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
                         const float* rstd, int B, int T, int C) {
+  if (on_cuda()) {
+    return cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T,
+                                    C);
+  }
   const size_t rows = static_cast<size_t>(B) * T;
   for (size_t r = 0; r < rows; ++r) {
     const float* d = dout + r * C;

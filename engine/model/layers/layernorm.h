@@ -1,4 +1,7 @@
 // layernorm.h - LayerNorm over the last dimension (Ba, Kiros, Hinton 2016), eps 1e-5 as GPT-2.
+// On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
+// engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
+// of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
 #pragma once
 
 namespace plexus::engine {

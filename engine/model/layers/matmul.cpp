@@ -5,10 +5,14 @@
 
 #include <cstddef>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int B, int T, int C, int OC) {
+  if (on_cuda()) return cuda::matmul_forward(out, inp, weight, bias, B, T, C, OC);
   const int rows = B * T;
   float beta = 0.0f;
   if (bias != nullptr) {  // start every row at the bias, then add the product to it
@@ -25,6 +29,9 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int B, int T, int C, int OC) {
+  if (on_cuda()) {
+    return cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, B, T, C, OC);
+  }
   const int rows = B * T;
   if (dinp != nullptr) {  // (rows,OC) x (OC,C) -> (rows,C)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC, 1.0f, dout, OC, weight,

@@ -1,4 +1,7 @@
 // matmul.h - the linear layer out = inp W^T + b, on cblas_sgemm (OpenBLAS).
+// On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
+// engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
+// of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
 #pragma once
 
 namespace plexus::engine {

@@ -3,10 +3,16 @@
 
 #include <cmath>
 
+#include "engine/device/compute.h"
+#include "engine/device/cuda_layers.h"
+
 namespace plexus::engine {
 
 size_t softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
                                     const int32_t* targets, int B, int T, int V) {
+  if (on_cuda()) {
+    return cuda::softmax_crossentropy_forward(losses, probs, logits, targets, B, T, V);
+  }
   const size_t rows = static_cast<size_t>(B) * T;
   size_t counted = 0;
   for (size_t r = 0; r < rows; ++r) {
@@ -35,6 +41,9 @@ size_t softmax_crossentropy_forward(float* losses, float* probs, const float* lo
 
 void softmax_crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
                                    float dloss, int B, int T, int V) {
+  if (on_cuda()) {
+    return cuda::softmax_crossentropy_backward(dlogits, probs, targets, dloss, B, T, V);
+  }
   const size_t rows = static_cast<size_t>(B) * T;
   for (size_t r = 0; r < rows; ++r) {
     const int32_t target = targets[r];

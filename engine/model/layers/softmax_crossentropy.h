@@ -1,5 +1,8 @@
 // softmax_crossentropy.h - fused softmax + cross-entropy over the vocabulary, with ignored
 // positions (target < 0).
+// On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
+// engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
+// of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
 #pragma once
 
 #include <cstddef>

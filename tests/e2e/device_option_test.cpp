@@ -1,0 +1,114 @@
+// End-to-end: plexus-train's --device and --autocast on any machine. A device that cannot be
+// used stops every rank at start with exit code 2 and a message naming the rank and the reason
+// (here CUDA_VISIBLE_DEVICES is emptied, so even a GPU machine has no device to give); bad
+// values are refused before the launcher's ranks train; the CPU run logs its device and labels
+// its memory pools honestly. tests/e2e/gpu_train_test.cpp trains on a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/device/device.h"
+#include "tests/e2e/synthetic_corpus.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace plexus::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class DeviceOption : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    data_ = dir_.path() + "/corpus.txt";
+    write_synthetic_corpus(data_);
+  }
+
+  std::vector<std::string> train_args(const std::vector<std::string>& extra) const {
+    std::vector<std::string> args = {PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "1",
+                                     "--n-head", "2", "--n-embd", "16", "--seq-len", "16",
+                                     "--batch-size", "4", "--steps", "2", "--val-every", "0",
+                                     "--checkpoint", ""};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  static std::vector<std::string> launch(int n, std::vector<std::string> program) {
+    std::vector<std::string> argv = {PLEXUS_RUN_PATH, "-n", std::to_string(n), "--"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    return argv;
+  }
+
+  TempDir dir_{"plexus-device-option"};
+  std::string data_;
+};
+
+// What select_compute_device says for cuda with no device visible.
+std::string no_device_message() {
+  if (!engine::cuda_compiled()) {
+    return "--device cuda: this build has no CUDA (configure with the CUDA toolkit installed)";
+  }
+  return "--device cuda: no CUDA device: ";
+}
+
+TEST_F(DeviceOption, CudaWithoutADeviceExitsTwoNamingEachRank) {
+  ProcessResult r = run_process(launch(2, train_args({"--placement", "D2", "--device", "cuda"})),
+                                120, {"CUDA_VISIBLE_DEVICES="});
+  const std::string out = r.out + r.err;
+  ASSERT_FALSE(r.timed_out) << out;
+  EXPECT_EQ(r.exit_code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("plexus-train: rank 0: " + no_device_message()));
+  EXPECT_THAT(out, HasSubstr("plexus-train: rank 1: " + no_device_message()));
+  EXPECT_THAT(out, Not(HasSubstr("step ")));  // nothing trained
+}
+
+TEST_F(DeviceOption, Bf16AutocastOnTheCpuExitsTwo) {
+  ProcessResult r = run_process(train_args({"--autocast", "bf16"}), 60);
+  const std::string out = r.out + r.err;
+  ASSERT_FALSE(r.timed_out) << out;
+  EXPECT_EQ(r.exit_code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("plexus-train: rank 0: --autocast bf16 needs --device cuda"));
+}
+
+TEST_F(DeviceOption, UnknownValuesExitTwoBeforeTraining) {
+  ProcessResult device = run_process(train_args({"--device", "gpu"}), 60);
+  EXPECT_EQ(device.exit_code, 2) << (device.out + device.err);
+  EXPECT_THAT(device.err, HasSubstr("plexus-train: --device 'gpu' is not one of cpu, cuda"));
+  ProcessResult autocast = run_process(train_args({"--autocast", "fp8"}), 60);
+  EXPECT_EQ(autocast.exit_code, 2) << (autocast.out + autocast.err);
+  EXPECT_THAT(autocast.err, HasSubstr("plexus-train: --autocast 'fp8' is not one of none, bf16"));
+  ProcessResult sample = run_process(
+      {PLEXUS_TRAIN_PATH, "--sample", "--device", "cuda", "--checkpoint", "/nonexistent.ckpt"},
+      60, {"CUDA_VISIBLE_DEVICES="});
+  EXPECT_EQ(sample.exit_code, 2) << (sample.out + sample.err);
+  EXPECT_THAT(sample.err, HasSubstr("plexus-train: " + no_device_message()));
+}
+
+TEST_F(DeviceOption, CpuRunLogsItsDeviceAndLabelsTheDevicePool) {
+  const std::string report = dir_.path() + "/mem-{rank}.json";
+  ProcessResult r = run_process(
+      launch(2, train_args({"--placement", "D2", "--device", "cpu", "--memory-report", report})),
+      120);
+  const std::string out = r.out + r.err;
+  ASSERT_EQ(r.exit_code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("plexus-train: device cpu (OpenBLAS), autocast none"));
+  EXPECT_THAT(out, HasSubstr("plexus-train: memory peaks (rank 0), the device pool in host "
+                             "memory (--device cpu)"));
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(dir_.path() + "/mem-" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(in.good()) << rank;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_EQ(j.at("compute_device"), "cpu") << rank;
+    EXPECT_GT(j.at("memory").at("device").at("peak").at("parameters").get<int64_t>(), 0) << rank;
+  }
+}
+
+}  // namespace
+}  // namespace plexus::test
