@@ -2,16 +2,18 @@
 # gpu-check.sh - the GPU checks of issue 6 on one GPU machine, in under 8 minutes (one H200, 16
 # cores): build with CUDA, run the GPU test suite (ctest -L gpu), then plexus-gpu-bench (the
 # reduction kernels' bandwidth beside device-to-device copy bandwidth), then plexus-gpu-allreduce
-# (device-buffer allreduce, 2 and 4 ranks on one GPU through CUDA IPC, and staged). Prints the date,
+# (device-buffer allreduce, 2 and 4 ranks on one GPU through CUDA IPC, and staged), then the
+# engine's tokens/s on one GPT config (plexus-train --device cuda, fp32 and bf16). Prints the date,
 # `nvidia-smi -L` and the figures; everything also goes to $BUILD_DIR/gpu-check.log.
 #
 #   perf/gpu-check.sh                       # BUILD_DIR=build-gpu, JOBS=16
 #   BUILD_DIR=/tmp/b JOBS=8 CUDA_ARCHS=90 perf/gpu-check.sh
 #
-# Every step runs under `timeout`: configure 60 s, build 210 s, tests 90 s, bench 60 s, the three
-# allreduce runs 60 s each (10 min at most; well under 8 in practice). Exit 0 when every step passed, 1 otherwise (the failing steps are listed at the end).
+# Every step runs under `timeout`: configure 60 s, build 300 s, tests 90 s, bench 60 s, the three
+# allreduce runs and the two training runs 60 s each (at most 13.5 min; the steps themselves
+# take far less than their limits, well under 8 minutes together on 16 cores). Exit 0 when every step passed, 1 otherwise (the failing steps are listed at the end).
 # The build is only the GPU targets (libplexus, plexus_gpu_tests, plexus-gpu-bench,
-# plexus-gpu-allreduce, plexus-run), not the whole tree.
+# plexus-gpu-allreduce, plexus-run, plexus-train and the D plugin), not the whole tree.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,8 +56,8 @@ echo "== CUDA architectures: $CUDA_ARCHS; build dir: $BUILD_DIR; jobs: $JOBS =="
 
 if step 60 configure cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DPLEXUS_CUDA=ON \
      "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS" -DPLEXUS_BUILD_TESTS=ON -DPLEXUS_BUILD_PERF=ON &&
-   step 210 build cmake --build "$BUILD_DIR" -j "$JOBS" --target plexus plexus_gpu_tests \
-     plexus-gpu-bench plexus-gpu-allreduce plexus-run; then
+   step 300 build cmake --build "$BUILD_DIR" -j "$JOBS" --target plexus plexus_gpu_tests \
+     plexus-gpu-bench plexus-gpu-allreduce plexus-run plexus-train plexus_plugin_D; then
   # GPU tests: each skips with the reason when no device is visible, so a SKIPPED line here
   # means this machine's GPU was not usable; the summary counts them.
   step 90 "gpu tests" ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 \
@@ -72,9 +74,15 @@ if step 60 configure cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DPLE
   step 60 "staged allreduce, 2 ranks (PLEXUS_SHM=0)" env PLEXUS_SHM=0 \
     "$BUILD_DIR/bin/plexus-run" -n 2 -- "$BUILD_DIR/bin/plexus-gpu-allreduce" -b 1M -e 64M -n 5 -w 2
 
-  # ---- Later steps of issue 6: not implemented yet; each is a placeholder, never a fake ----
-  # TODO(issue 6, engine on CUDA): engine tokens/s for a fixed GPT config
-  #   (plexus-train --device cuda) beside PyTorch's for the same config.
+  # The engine on this GPU: one fixed GPT config (6 layers, 6 heads, width 384, context 256,
+  # batch 32: 10.8 M parameters), 30 steps in fp32 and 30 with bf16 autocast; every 10th step
+  # prints its tok/s. No PyTorch figure: the device machines reach no package registry, so
+  # PyTorch cannot be installed there (docs/gpu.md).
+  train=("$BUILD_DIR/bin/plexus-train" --data data/moby_dick.txt --device cuda --n-layer 6
+         --n-head 6 --n-embd 384 --seq-len 256 --batch-size 32 --steps 30 --val-every 0
+         --log-every 10)
+  step 60 "engine tokens/s, fp32" "${train[@]}"
+  step 60 "engine tokens/s, bf16 autocast" "${train[@]}" --autocast bf16
 fi
 
 echo

@@ -40,6 +40,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int B, int T, int C, int OC);
 void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH);
+// scratch is not used here: all heads' dP and dS (NH*T*T floats) live in the engine's own
+// device workspace, so the heads run as one batched GEMM.
 void attention_backward(float* dinp, float* scratch, const float* dout, const float* inp,
                         const float* att, int B, int T, int C, int NH);
 void gelu_forward(float* out, const float* inp, size_t n);
@@ -61,7 +63,8 @@ void fill(float* x, size_t n, float value);
 
 // Makes `ordinal` this process's current device and creates the engine's stream and cuBLAS
 // handle there, with the GEMM mode of `autocast` (compute.h). "" on success, otherwise the
-// CUDA or cuBLAS error text. Called once, by select_compute_device.
+// CUDA or cuBLAS error text. Called by select_compute_device; a second call on the same device
+// only switches the GEMM mode, one on another device is refused (one GPU per process).
 std::string use_device(int ordinal, bool bf16_gemms);
 
 // Managed memory on the selected GPU for TrackedBuffer (tracked_buffer.cpp): bytes rounded up
