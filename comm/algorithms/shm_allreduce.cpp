@@ -5,10 +5,11 @@
 // The vector goes through in pieces of slot_bytes (peer_memory.h), piece g in buffer g % 2, so
 // staging piece g + 1 overlaps peers still reading piece g. Per piece, on rank r of n:
 //
-//   1. stage     copy the piece of sendbuf into r's buffer; publish arrived = g + 1
-//   2. reduce    once every rank has arrived: part r of the piece (piece_part) of every rank's
-//                buffer, reduced into part r of r's own buffer (divided by n for PLX_AVG);
-//                publish reduced = g + 1
+//   1. stage     copy the piece of sendbuf, all but part r (piece_part), into r's buffer;
+//                publish arrived = g + 1
+//   2. reduce    once every rank has arrived: part r of the piece from r's own sendbuf and
+//                every peer's buffer, reduced into part r of r's own buffer (divided by n for
+//                PLX_AVG); publish reduced = g + 1
 //   3. gather    once every rank has reduced: copy part q of rank q's buffer into recvbuf, for
 //                every q (only on the root, for reduce: shm_reduce.cpp)
 //
@@ -16,7 +17,8 @@
 //   rank 1 buffer  [ p0 | p1 | p2 ]      in place in its own buffer; step 3: every rank reads
 //   rank 2 buffer  [ p0 | p1 | p2 ]      the diagonal (rank q's column q) into recvbuf.
 //
-// Memory traffic per rank: m copied in, (n-1)/n m reduced from n-1 peers, m copied out. Two
+// Memory traffic per rank: (n-1)/n m copied in, (n-1)/n m reduced from n-1 peers, m copied
+// out (staging the own part too, as a first version did, cost another m/n of copies). Two
 // waits per piece, no messages. Each part is reduced by one rank, so every rank holds the same
 // bits.
 #include "comm/algorithms/algorithms.h"
@@ -38,15 +40,18 @@ plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root
   for (size_t k = 0; k < run.size(); ++k) {
     const auto [g, off, len] = run[k];
     unsigned char* own = peers.slot(r, g);
-    // 1. stage
+    // 1. stage the parts the peers reduce (this rank reads its own part from sendbuf in 2.)
     PLX_CHECK(peers.wait_writable(g, op_name));
-    std::memcpy(own, in + off * elem, len * elem);
-    peers.arrive(g);
-    // 2. reduce my part
-    PLX_CHECK(peers.wait_all_arrived(g, op_name));
     const PieceSpan mine = piece_part(len, n, r, elem);
-    reduce_slots(own + mine.begin * elem, peers, g, mine.begin * elem, mine.count,
-                 args.datatype, args.op);
+    const size_t after = mine.begin + mine.count;
+    std::memcpy(own, in + off * elem, mine.begin * elem);
+    std::memcpy(own + after * elem, in + (off + after) * elem, (len - after) * elem);
+    peers.arrive(g);
+    // 2. reduce my part, from my input and the peers' slots, into my slot
+    PLX_CHECK(peers.wait_all_arrived(g, op_name));
+    reduce_with_peers(own + mine.begin * elem, in + (off + mine.begin) * elem, peers, g,
+                      mine.begin * elem, mine.count, args.datatype, args.op,
+                      static_cast<size_t>(n));
     peers.reduced(g);
     if (!gather) continue;
     // 3. gather every part

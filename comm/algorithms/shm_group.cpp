@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/algorithms/shm_pieces.h"
 #include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 
@@ -84,7 +85,7 @@ plx_result_t shm_group_reduce_scatter(PeerMemory& peers, const RingGroup& group,
                                       plx_datatype_t datatype, plx_red_op_t op, size_t divisor,
                                       const char* name, const IdleWork* idle) {
   const size_t elem = datatype_bytes(datatype);
-  const int n = peers.size(), r = peers.rank();
+  const int r = peers.rank();
   const Rounds rounds(group, peers.slot_bytes() / elem, elem);
   const uint32_t first_piece = peers.next_pieces(static_cast<uint32_t>(rounds.count));
   const Part& mine = group.parts[static_cast<size_t>(r)];
@@ -109,18 +110,8 @@ plx_result_t shm_group_reduce_scatter(PeerMemory& peers, const RingGroup& group,
     size_t at = rounds.offset[r] * elem;
     for_each_run(mine, rounds.begin(r, k), rounds.size(r, k),
                  [&](const Piece& piece, size_t first, size_t len) {
-                   unsigned char* dst = piece.out + first * elem;
-                   const unsigned char* in = piece.in + first * elem;
-                   const unsigned char* next = peers.slot((r + 1) % n, g) + at;
-                   if (dst == in) {
-                     reduce_into(dst, next, len, datatype, op);
-                   } else {
-                     reduce_copy(dst, in, next, len, datatype, op);
-                   }
-                   for (int j = 2; j < n; ++j) {
-                     reduce_into(dst, peers.slot((r + j) % n, g) + at, len, datatype, op);
-                   }
-                   if (op == PLX_AVG && divisor > 0) divide_by(dst, len, datatype, divisor);
+                   reduce_with_peers(piece.out + first * elem, piece.in + first * elem, peers,
+                                     g, at, len, datatype, op, divisor);
                    at += len * elem;
                  });
   }

@@ -30,8 +30,9 @@ inline PieceSpan piece_part(size_t count, int n, int part, size_t elem) {
   return {begin, std::min(count, begin + per) - begin};
 }
 
-// One piece of a call: its number g (buffer g % 2 of every slot) and its range of the vector.
-struct Piece {
+// One piece of a call: its number g (buffer g % 2 of every slot) and its range of the vector
+// (not group_ring.h's Piece, which is one span of a ring group's part).
+struct RunPiece {
   uint32_t g = 0;
   size_t begin = 0;  // elements from the vector's start
   size_t count = 0;  // elements, at most the pieces' size
@@ -47,7 +48,7 @@ class PieceRun {
         size_((count + per_piece - 1) / per_piece),
         first_(peers.next_pieces(static_cast<uint32_t>(size_))) {}
   size_t size() const { return size_; }
-  Piece operator[](size_t k) const {
+  RunPiece operator[](size_t k) const {
     const size_t begin = k * per_piece_;
     return {first_ + static_cast<uint32_t>(k), begin, std::min(per_piece_, count_ - begin)};
   }
@@ -57,24 +58,32 @@ class PieceRun {
   uint32_t first_;
 };
 
-// dst = the reduction over every rank q, in the order r, r+1, .., r-1, of the `count` elements
-// at byte `offset` of q's buffer of `piece`. dst may be this rank's own buffer there (then it
-// already holds the first term); PLX_AVG divides once by n at the end.
-inline void reduce_slots(void* dst, const PeerMemory& peers, uint32_t piece, size_t offset,
-                         size_t count, plx_datatype_t datatype, plx_red_op_t op) {
+// dst = the reduction, in the order r, r+1, .., r-1, of `count` elements: this rank's term
+// `mine` (its input, or its own buffer of `piece` at `offset`), then those at byte `offset` of
+// every peer's buffer of `piece`. dst may equal mine (it then already holds the first term).
+// PLX_AVG divides once by `divisor` at the end when divisor > 0.
+inline void reduce_with_peers(void* dst, const void* mine, const PeerMemory& peers,
+                              uint32_t piece, size_t offset, size_t count,
+                              plx_datatype_t datatype, plx_red_op_t op, size_t divisor) {
   if (count == 0) return;
   const int n = peers.size(), r = peers.rank();
-  const unsigned char* own = peers.slot(r, piece) + offset;
   const unsigned char* next = peers.slot((r + 1) % n, piece) + offset;
-  if (dst == own) {
+  if (dst == mine) {
     reduce_into(dst, next, count, datatype, op);
   } else {
-    reduce_copy(dst, own, next, count, datatype, op);
+    reduce_copy(dst, mine, next, count, datatype, op);
   }
   for (int j = 2; j < n; ++j) {
     reduce_into(dst, peers.slot((r + j) % n, piece) + offset, count, datatype, op);
   }
-  if (op == PLX_AVG) divide_by(dst, count, datatype, static_cast<size_t>(n));
+  if (op == PLX_AVG && divisor > 0) divide_by(dst, count, datatype, divisor);
+}
+
+// reduce_with_peers with this rank's own buffer as its term, averaged over every rank.
+inline void reduce_slots(void* dst, const PeerMemory& peers, uint32_t piece, size_t offset,
+                         size_t count, plx_datatype_t datatype, plx_red_op_t op) {
+  reduce_with_peers(dst, peers.slot(peers.rank(), piece) + offset, peers, piece, offset, count,
+                    datatype, op, static_cast<size_t>(peers.size()));
 }
 
 // allreduce (root < 0) or reduce to `root` through peer memory: shm_allreduce.cpp.
