@@ -155,7 +155,9 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
       cost.inter_source = "none (one host)";
     }
   }
-  if (hosts.size() == 1 && hosts.front()->gpus.empty() && m.nranks >= 2) {
+  const bool cpu_hosts = std::all_of(hosts.begin(), hosts.end(),
+                                     [](const HostTopology* h) { return h->gpus.empty(); });
+  if (cpu_hosts && m.shape.max_local >= 2) {
     std::optional<int64_t> enabled;
     if (config_integer("PLEXUS_SHM", 0, 1, &enabled) != PLX_SUCCESS) {
       *error = last_error();

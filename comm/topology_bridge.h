@@ -13,9 +13,8 @@
 //                   beta = links / (total NIC bytes/s); alpha kNetworkAlphaS; NICs of unknown
 //                   speed count kDefaultNicMbitPerS
 // PLEXUS_COST_MODEL's text, when given, replaces both (with three values, one level), and the
-// host then has one link, as in a communicator. A one-host communicator of two or more ranks on
-// a host without GPUs also has the shared-memory algorithms (TopologyCost::peer_memory) unless
-// PLEXUS_SHM=0.
+// host then has one link, as in a communicator. Ranks sharing a host without GPUs also share a
+// peer-memory segment (TopologyCost::peer_memory) unless PLEXUS_SHM=0.
 #pragma once
 
 #include <cstddef>
@@ -41,9 +40,10 @@ struct TopologyCost {
   double alpha_s = 0, beta_s_per_byte = 0, gamma_s_per_byte = 0;  // within a host
   double inter_alpha_s = 0, inter_beta_s_per_byte = 0;            // between hosts; 0: one level
   int links_per_host = 1;    // network links a host's messages spread over
-  // The ranks of a one-host communicator without GPUs map a peer-memory segment and the shm
-  // algorithms are priced, as in the communicator (comm/core/communicator_peers.cpp), unless
-  // PLEXUS_SHM=0.
+  // On hosts without GPUs, the ranks of each host map a peer-memory segment, as in the
+  // communicator (comm/core/communicator_peers.cpp), unless PLEXUS_SHM=0: on one host the shm
+  // algorithms are priced, across hosts the hierarchical ones' intra-host phases run at memory
+  // speed. False when no host has two ranks.
   bool peer_memory = false;
   std::string intra_source;  // "NVLink: 18 links x 25 GB/s = 450 GB/s per GPU each way"
   std::string inter_source;  // "32 NICs, 3200 Gbit/s per host, as 8 links of 400 Gbit/s"

@@ -47,9 +47,11 @@ struct CostShape {
   std::vector<int> pairwise;   // [c]: how many of the n-1 pairwise steps have load c
   int double_tree = 0;         // per direction, both trees' edges at once, halved (see .cpp)
   int root_host_ranks = 1;     // ranks on rank 0's host (linear gather and scatter)
-  // The ranks share a peer-memory segment (set by the communicator; comm/transport/
-  // peer_memory/peer_memory.h): the shm algorithms are predicted by shm_cost.h, else as the
-  // flat algorithm they fall back to.
+  // The ranks of each host share a peer-memory segment (set by the communicator; comm/
+  // transport/peer_memory/peer_memory.h, true when every host with several ranks has one). On
+  // one host the shm algorithms are predicted by shm_cost.h (else as the flat algorithm they
+  // fall back to); across hosts the hierarchical algorithms' intra-host phases are priced at
+  // memory speed (hierarchical_cost.h).
   bool peer_memory = false;
 
   bool multi_host() const { return hosts > 1; }

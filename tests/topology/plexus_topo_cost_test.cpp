@@ -185,6 +185,38 @@ TEST(PlexusTopoCost, TwoHostsChargeTheRingAtTheNicRate) {
   const double m = kMiB;
   const double ring = 2 * 10e-6 + m * 0.8e-9 + 0.5 * m * 1e-10;
   EXPECT_NEAR(seconds_of(doc, 0, "ring"), ring, ring * 1e-12);
+  EXPECT_EQ(doc["cost"]["peer_memory"], false);  // one rank per host: no segment to share
+}
+
+// Two ranks on each of two CPU hosts: each host's ranks share a segment, as in a communicator,
+// so the hierarchical allreduce's intra-host phases are priced as memory copies instead of
+// messages; the one-host shm algorithms stay out of the table.
+TEST(PlexusTopoCost, HostsOfSeveralRanksShareASegmentEach) {
+  test::TempDir dir("plexus-topo-cost");
+  ClusterTopology cluster{"two CPU hosts", {cpu_host("a", 10000), cpu_host("b", 10000)}};
+  std::string file = write(dir, "two.json", to_json_text(cluster));
+  const std::vector<std::string> args = {"--topo-file", file, "--simulate", "--ranks-per-host",
+                                         "2", "--sizes", "64M", "--format", "json"};
+  ProcessResult with = topo(args);
+  ProcessResult without = topo(args, {"PLEXUS_SHM=0"});
+  ASSERT_TRUE(with.exited && with.exit_code == 0) << with.out << with.err;
+  ASSERT_TRUE(without.exited && without.exit_code == 0) << without.out << without.err;
+  nlohmann::json a = nlohmann::json::parse(with.out), b = nlohmann::json::parse(without.out);
+  EXPECT_EQ(a["cost"]["peer_memory"], true);
+  EXPECT_EQ(b["cost"]["peer_memory"], false);
+  EXPECT_FALSE(a["rows"][0]["algorithms"].contains("shm"));
+  // The intra-host phases are priced as memory copies with the segment, as messages without it
+  // (with the library's default parameters the two come out close: 56.38 against 56.34 ms).
+  EXPECT_NE(seconds_of(a, 0, "hierarchical"), seconds_of(b, 0, "hierarchical"));
+  EXPECT_EQ(seconds_of(a, 0, "ring"), seconds_of(b, 0, "ring"));  // flat: no segment used
+
+  ProcessResult table = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "2",
+                              "--sizes", "64M"});
+  ASSERT_TRUE(table.exited && table.exit_code == 0) << table.out << table.err;
+  EXPECT_TRUE(has_line(table.out, "  peer memory: the ranks of each host share one segment; the "
+                                  "hierarchical algorithms' intra-host phases are priced at "
+                                  "memory speed (PLEXUS_SHM=0 turns it off)"))
+      << table.out;
 }
 
 TEST(PlexusTopoCost, P5ParametersComeFromNvlinkAndTheNics) {

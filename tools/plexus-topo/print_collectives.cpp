@@ -95,9 +95,13 @@ plx_result_t print_collective_choices(FILE* out, const ClusterTopology& cluster,
                  seconds_params(cost.inter_alpha_s, cost.inter_beta_s_per_byte).c_str());
   else
     std::fprintf(out, "  cost model between hosts: %s\n", cost.inter_source.c_str());
-  if (cost.peer_memory)
+  if (cost.peer_memory && k == 1)
     std::fprintf(out, "  peer memory: the ranks share one segment; the shm algorithms are priced "
                       "(PLEXUS_SHM=0 turns them off)\n");
+  else if (cost.peer_memory)
+    std::fprintf(out, "  peer memory: the ranks of each host share one segment; the hierarchical "
+                      "algorithms' intra-host phases are priced at memory speed (PLEXUS_SHM=0 "
+                      "turns it off)\n");
   if (n < 2) {
     std::fprintf(out, "  one rank: nothing moves, every collective takes no time\n");
     return PLX_SUCCESS;

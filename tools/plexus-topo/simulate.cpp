@@ -36,7 +36,8 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
     return rc;
   const comm::TopologyCost& cost = model->cost();
   const double factor = comm::bus_factor("allreduce", n);
-  const std::vector<std::string> names = simulated_algorithms(cost.peer_memory);
+  const std::vector<std::string> names =
+      simulated_algorithms(cost.peer_memory && g.hosts.size() == 1);
   const std::string per_host =
       g.uniform() ? std::to_string(g.hosts.front().size()) : std::string("uneven");
 

@@ -26,7 +26,7 @@
 namespace plexus::topo_tool {
 
 // The allreduce algorithms --simulate compares, in its column order: "shm" last when the ranks
-// share a peer-memory segment (TopologyCost::peer_memory).
+// are on one host and share a peer-memory segment (TopologyCost::peer_memory).
 std::vector<std::string> simulated_algorithms(bool peer_memory);
 
 struct SimulateOptions {
