@@ -338,7 +338,16 @@ while [[ "$left" -gt 0 ]]; do
   for pid in "${rank_pids[@]}"; do [[ -n "${done_pid[$pid]:-}" ]] || waiting+=("$pid"); done
   finished=""
   rc=0
-  wait -n -p finished "${waiting[@]}" "$timer" || rc=$?
+  # A rank that bash has already reaped (it ended while the script was busy) is not reported by
+  # `wait -n` again: collect it by its pid (bash keeps its status) instead of waiting for the timer.
+  for pid in "${waiting[@]}"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      finished=$pid
+      wait "$pid" 2>/dev/null || rc=$?
+      break
+    fi
+  done
+  [[ -n "$finished" ]] || wait -n -p finished "${waiting[@]}" "$timer" || rc=$?
   if [[ -z "$finished" ]]; then  # nothing left to wait for (a trapped signal exits in on_signal)
     [[ "$rc" == 127 ]] && break
     continue
