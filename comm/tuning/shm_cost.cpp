@@ -14,7 +14,7 @@ double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha
     case AlgorithmId::AllreduceShm:
     case AlgorithmId::ReduceShm: {
       const double k = slices(bytes, slot);
-      return 2 * k * a + (2 * c + (p - 1) / p) * bytes * g;
+      return 2 * k * a + (c * (p - 1) / p + c + (p - 1) / p) * bytes * g;
     }
     case AlgorithmId::ReduceScatterShm: {
       const double k = slices(p * bytes, slot);

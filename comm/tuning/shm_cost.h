@@ -7,7 +7,9 @@
 // bytes per byte, a reduction three: gamma is the measured reduction cost per byte), each byte
 // reduced gamma. With p ranks, m the vector, blk one rank's block, k the pieces:
 //
-//   allreduce        2k a + (2 * 2/3 + (p-1)/p) m g      copy in, reduce 1/p from p-1, copy out
+//   allreduce        2k a + (2/3 (p-1)/p + 2/3 + (p-1)/p) m g
+//                                                        copy in the peers' parts, reduce 1/p
+//                                                        from p-1, copy out
 //   reduce           the same (the root's share)
 //   reduce_scatter   k a + (2/3 p + (p-1)) blk g         stage p blocks' pieces, reduce one
 //   allgather        k a + 2/3 p blk g                   stage one block, copy p-1 out
