@@ -93,6 +93,19 @@ plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream_arg,
   }
   std::string why;
   if (cuda_device_count(&why) == 0) {
+    // The driver is loaded but this runtime sees no device (e.g. a driver older than the
+    // runtime libplexus carries): the driver may still know a buffer as device memory, which
+    // the host algorithm must never touch.
+    const Buffer buffers[] = {{"sendbuf", args.send, args.send_count, {}},
+                              {"recvbuf", args.recv, args.recv_count, {}}};
+    for (const Buffer& b : buffers) {
+      if (b.count > 0 && driver_says_device(b.ptr)) {
+        return set_error(PLX_ERROR_UNSUPPORTED,
+                         fmt::format("{}: rank {}: {} {} is device memory, but CUDA sees no "
+                                     "device here ({})",
+                                     fn, comm->rank, b.name, b.ptr, why));
+      }
+    }
     if (stream == nullptr) return host_run(args.send, args.recv);
     return set_error(PLX_ERROR_UNSUPPORTED,
                      fmt::format("{}: rank {}: stream {} is not NULL, but CUDA sees no device "
