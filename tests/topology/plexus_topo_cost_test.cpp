@@ -269,14 +269,16 @@ TEST(PlexusTopoCost, ControlCharactersInNamesAreEscaped) {
   // Host ids may not hold control characters (the reader refuses them); hostnames and
   // descriptions may, and are printed escaped.
   HostTopology h = cpu_host("evil", 0);
-  h.hostname = "evil\x1b[2Jhost\nline\xe2\x80\xae\xc2\x9b";  // + U+202E (RLO), U+009B (CSI)
+  // + U+202E (RLO), U+009B (CSI), U+2028 (line separator), U+E0041 (tag A)
+  h.hostname = "evil\x1b[2Jhost\nline\xe2\x80\xae\xc2\x9b\xe2\x80\xa8\xf3\xa0\x81\x81";
   h.description = "tab\there\\";
   std::string file = write(dir, "evil.json", to_json_text(h));
   ProcessResult r = topo({"--topo-file", file});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
-  EXPECT_TRUE(has_line(r.out, "host evil (hostname evil\\x1b[2Jhost\\nline\\u202e\\u009b)"))
+  EXPECT_TRUE(has_line(r.out, "host evil (hostname evil\\x1b[2Jhost\\nline\\u202e\\u009b\\u2028"
+                              "\\U000e0041)"))
       << r.out;
   EXPECT_TRUE(has_line(r.out, "  tab\\there\\\\")) << r.out;
 }

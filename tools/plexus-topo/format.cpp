@@ -75,8 +75,8 @@ std::string format_gbs(double bytes_per_second) {
 
 namespace {
 
-// The code point of the 2- or 3-byte UTF-8 sequence at text[i] and its length in *bytes, or 0
-// if none starts there.
+// The code point of the 2-, 3- or 4-byte UTF-8 sequence at text[i] and its length in *bytes,
+// or 0 if none starts there.
 uint32_t code_point_at(std::string_view text, size_t i, size_t* bytes) {
   const auto at = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(text[k])); };
   const auto continuation = [&](size_t k) { return k < text.size() && (at(k) & 0xc0) == 0x80; };
@@ -88,17 +88,29 @@ uint32_t code_point_at(std::string_view text, size_t i, size_t* bytes) {
     *bytes = 3;
     return (at(i) & 0x0f) << 12 | (at(i + 1) & 0x3f) << 6 | (at(i + 2) & 0x3f);
   }
+  if ((at(i) & 0xf8) == 0xf0 && continuation(i + 1) && continuation(i + 2) &&
+      continuation(i + 3)) {
+    *bytes = 4;
+    return (at(i) & 0x07) << 18 | (at(i + 1) & 0x3f) << 12 | (at(i + 2) & 0x3f) << 6 |
+           (at(i + 3) & 0x3f);
+  }
   return 0;
 }
 
-// Characters that act on a terminal or hide or reorder the text around them: the C1 controls
-// (U+0080..9F; U+009B is a CSI), the bidirectional controls (U+061C, U+200E/F, U+202A..E,
-// U+2066..9: Unicode TR #9, misused as in CVE-2021-42574) and the zero-width ones (U+200B..D,
-// U+2060, U+FEFF).
+// Characters that act on a terminal or hide, break or reorder the text around them: the C1
+// controls (U+0080..9F; U+009B is a CSI), the bidirectional controls (U+061C, U+200E/F,
+// U+202A..E, U+2066..9: Unicode TR #9, misused as in CVE-2021-42574), the line and paragraph
+// separators (U+2028/9), and the invisible ones: soft hyphen, combining grapheme joiner, the
+// Hangul and Mongolian fillers, zero-width characters and invisible operators (U+200B..D,
+// U+2060..4), variation selectors (U+FE00..F, U+E0100..1EF), U+FEFF and the tag characters
+// (U+E0000..7F).
 bool hides_or_reorders(uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
-         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2060 ||
-         cp == 0xfeff;
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x034f || cp == 0x061c ||
+         cp == 0x115f || cp == 0x1160 || cp == 0x17b4 || cp == 0x17b5 || cp == 0x180e ||
+         (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+         (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x3164 ||
+         (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff || cp == 0xffa0 ||
+         (cp >= 0xe0000 && cp <= 0xe007f) || (cp >= 0xe0100 && cp <= 0xe01ef);
 }
 
 }  // namespace
@@ -110,8 +122,9 @@ std::string printable(std::string_view text) {
     const auto c = static_cast<unsigned char>(ch);
     size_t bytes = 1;
     if (const uint32_t cp = code_point_at(text, i, &bytes); cp != 0 && hides_or_reorders(cp)) {
-      char buf[12];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), cp > 0xffff ? "\\U%08x" : "\\u%04x",
+                    static_cast<unsigned>(cp));
       out += buf;
       i += bytes - 1;
     } else if (c == '\\') {

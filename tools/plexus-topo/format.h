@@ -28,9 +28,10 @@ std::string format_gbs(double bytes_per_second);
 std::string format_busbw(double bytes, double seconds, double factor);
 
 // `text` with control characters (below 0x20, and 0x7f) and backslashes escaped as \n, \t,
-// \\ or \xNN, and the C1 controls and the Unicode characters that reorder or hide text (bidi
-// controls such as U+202E, zero-width characters) as \uNNNN, so that a name read from a file
-// cannot break, rewrite or disguise the printout.
+// \\ or \xNN, and the C1 controls and the Unicode characters that reorder, break or hide text
+// (bidi controls such as U+202E, line separators, zero-width, invisible and tag characters;
+// format.cpp lists them) as \uNNNN or \UNNNNNNNN, so that a name read from a file cannot
+// break, rewrite or disguise the printout.
 std::string printable(std::string_view text);
 
 // The PCI base class in words ("bridge", "network", "3D controller"), "" if not in the table.
