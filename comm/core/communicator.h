@@ -114,6 +114,20 @@ plx_result_t split_communicator(plx_comm* parent, int color, int key, plx_comm**
 // communicators, a barrier for split ones, bounded by the timeout), then frees.
 plx_result_t destroy_communicator(plx_comm* comm);
 
+// Counts a blocking call on `comm` while it lives (plx_comm::active_calls), for
+// plx_comm_abort(), which waits for such calls to leave before it frees the communicator.
+class ActiveCall {
+ public:
+  explicit ActiveCall(plx_comm* comm) : comm_(comm) { comm_->active_calls.fetch_add(1); }
+  ~ActiveCall() { comm_->active_calls.fetch_sub(1); }
+  ActiveCall(const ActiveCall&) = delete;
+  ActiveCall& operator=(const ActiveCall&) = delete;
+
+ private:
+  plx_comm* comm_;
+};
+
+
 // Raises the abort flag, lets in-flight calls return PLX_ERROR_ABORTED, tells the root, frees.
 void abort_communicator(plx_comm* comm);
 

@@ -10,18 +10,6 @@
 namespace plexus::comm {
 namespace {
 
-// Tells plx_comm_abort() a blocking call is using the communicator.
-class ActiveCall {
- public:
-  explicit ActiveCall(plx_comm* comm) : comm_(comm) { comm_->active_calls.fetch_add(1); }
-  ~ActiveCall() { comm_->active_calls.fetch_sub(1); }
-  ActiveCall(const ActiveCall&) = delete;
-  ActiveCall& operator=(const ActiveCall&) = delete;
-
- private:
-  plx_comm* comm_;
-};
-
 struct GroupState {
   int depth = 0;
   // One task per communicator, in the order the communicators were first used.

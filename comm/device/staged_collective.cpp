@@ -25,18 +25,6 @@ namespace plexus::comm::device {
 
 namespace {
 
-// Counts a blocking call for plx_comm_abort(), which waits for such calls before freeing.
-class ActiveCall {
- public:
-  explicit ActiveCall(plx_comm* comm) : comm_(comm) { comm_->active_calls.fetch_add(1); }
-  ~ActiveCall() { comm_->active_calls.fetch_sub(1); }
-  ActiveCall(const ActiveCall&) = delete;
-  ActiveCall& operator=(const ActiveCall&) = delete;
-
- private:
-  plx_comm* comm_;
-};
-
 constexpr size_t kAlign = 256;
 
 size_t round_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
