@@ -301,7 +301,11 @@ TEST(PlexusTopoCost, BadSizesAndFormatsExitWithTwo) {
   ProcessResult r = topo({"--topo-file", file, "--ranks", "8", "--sizes", "1K,12Q"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "plexus-topo: --sizes: \"12Q\" is not a byte count in 1..1T (suffixes K, M, "
-                   "G)\n");
+                   "G, T)\n");
+  r = topo({"--topo-file", file, "--ranks", "8", "--sizes", "1T"});  // the top of the range
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = topo({"--topo-file", file, "--ranks", "8", "--sizes", "2T"});
+  EXPECT_EQ(r.exit_code, 2);
   r = topo({"--topo-file", file, "--format", "json"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "plexus-topo: --format json needs --simulate\n");

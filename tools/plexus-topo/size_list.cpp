@@ -30,6 +30,7 @@ bool parse_size_list(std::string_view text, std::vector<uint64_t>* out, std::str
         case 'K': scale = uint64_t{1} << 10; break;
         case 'M': scale = uint64_t{1} << 20; break;
         case 'G': scale = uint64_t{1} << 30; break;
+        case 'T': scale = uint64_t{1} << 40; break;
         default: break;
       }
       if (scale != 1) digits.remove_suffix(1);
@@ -39,7 +40,7 @@ bool parse_size_list(std::string_view text, std::vector<uint64_t>* out, std::str
     if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() ||
         value == 0 || value > kMax / scale) {
       *error = "--sizes: \"" + std::string(item) +
-               "\" is not a byte count in 1..1T (suffixes K, M, G)";
+               "\" is not a byte count in 1..1T (suffixes K, M, G, T)";
       return false;
     }
     sizes.push_back(value * scale);
