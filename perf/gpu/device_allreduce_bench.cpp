@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "comm/reduce/half.h"
+#include "perf/harness/options.h"
 #include "plexus/plexus.h"
 
 namespace {
@@ -39,18 +40,7 @@ struct Options {
 };
 
 size_t parse_size(const std::string& text) {
-  size_t end = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &end);
-  } catch (...) {
-    return 0;
-  }
-  const std::string suffix = text.substr(end);
-  if (suffix == "K") return value << 10;
-  if (suffix == "M") return value << 20;
-  if (suffix == "G") return value << 30;
-  return suffix.empty() ? value : 0;
+  return plexus::bench::parse_bytes(text).value_or(0);  // the parser plexus-bench uses
 }
 
 // The element `v` (a small integer) of datatype, stored at p.

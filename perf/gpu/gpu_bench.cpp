@@ -25,6 +25,7 @@
 #include "comm/core/error.h"
 #include "comm/device/device_reduce.h"
 #include "comm/reduce/reduce.h"
+#include "perf/harness/options.h"
 
 namespace {
 
@@ -37,20 +38,9 @@ struct Options {
   int device = 0;
 };
 
-// "16M" -> 16 << 20; K, M, G are powers of 2^10. 0 on a malformed size.
+// "16M" -> 16 << 20 (K, M, G are powers of 2^10; lower case too); 0 on a malformed size.
 size_t parse_size(const std::string& text) {
-  size_t end = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &end);
-  } catch (...) {
-    return 0;
-  }
-  const std::string suffix = text.substr(end);
-  if (suffix == "K") return value << 10;
-  if (suffix == "M") return value << 20;
-  if (suffix == "G") return value << 30;
-  return suffix.empty() ? value : 0;
+  return plexus::bench::parse_bytes(text).value_or(0);  // the parser plexus-bench uses
 }
 
 const char* datatype_name(plx_datatype_t datatype) {
