@@ -1,8 +1,9 @@
 // cuda_driver.h - asking the CUDA driver about a pointer without linking it or loading it.
 //
 // Device memory exists in a process only once that process has loaded the CUDA driver
-// (libcuda.so.1, through its own CUDA runtime or another library). These calls look the driver
-// up with dlopen(RTLD_NOLOAD), so they never load it, never initialise CUDA, and work in a
+// (libcuda.so.1, through its own CUDA runtime or another library). These calls look for the
+// driver among the loaded objects (dl_iterate_phdr, then dlopen(RTLD_NOLOAD)), so they never
+// load it, never search the file system, never initialise CUDA, and work in a
 // libplexus built without CUDA: that is how such a build recognises a device pointer it cannot
 // use and refuses it, instead of crashing in a host memcpy. Thread-safe.
 #pragma once
