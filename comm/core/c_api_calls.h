@@ -48,4 +48,16 @@ plx_result_t p2p(const char* fn, bool is_send, const void* buf, size_t count,
                  plx_datatype_t datatype, int peer, plx_comm* comm, plx_request_t* request,
                  bool nonblocking);
 
+// While one lives on the calling thread, the bodies above only check their arguments: they
+// return the first bad argument's error, or PLX_SUCCESS without running, queueing or numbering
+// anything. The blocking entry points check so before the device layer looks at the stream and
+// the buffers, so that a bad datatype, root or count is reported as such with a stream too.
+class ArgumentsOnly {
+ public:
+  ArgumentsOnly();
+  ~ArgumentsOnly();
+  ArgumentsOnly(const ArgumentsOnly&) = delete;
+  ArgumentsOnly& operator=(const ArgumentsOnly&) = delete;
+};
+
 }  // namespace plexus::comm::capi

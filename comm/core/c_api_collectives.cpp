@@ -15,15 +15,20 @@ namespace {
 using namespace plexus::comm;        // NOLINT: the C ABI layer of this namespace
 using namespace plexus::comm::capi;  // NOLINT: the shared bodies
 
-// Blocking form: device buffers and the stream (comm/device/device_collective.h), then the
-// shared body with no request on host (or pinned staging) buffers. `args_of` builds the call's
-// device::DeviceArgs once comm is known to be valid.
+// Blocking form: the arguments checked on the caller's pointers, then device buffers and the
+// stream (comm/device/device_collective.h), then the shared body with no request on host (or
+// pinned staging) buffers. `args_of` builds the call's device::DeviceArgs once comm is known to
+// be valid.
 template <typename ArgsOf, typename Body>
 plx_result_t blocking(const char* fn, plx_comm* comm, void* stream, ArgsOf&& args_of,
                       Body&& body) {
   return guarded(fn, [&]() -> plx_result_t {
     if (!comm) return null_argument(fn, nullptr, "comm");
     const device::DeviceArgs args = args_of();
+    {
+      const ArgumentsOnly checking;
+      PLX_CHECK(body(args.send, args.recv));
+    }
     return device::run_collective(fn, comm, stream, args, body);
   });
 }

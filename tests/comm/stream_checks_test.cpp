@@ -6,6 +6,7 @@
 // "plx_<call>: rank R: stream 0x10 is not NULL, but ..." and moves nothing; the same calls with
 // NULL then succeed on the same communicator. This process never loads CUDA (nothing here calls
 // it), so the answer is the same on a GPU machine. A world of one rank: the check is local.
+// Bad arguments come first: they are named as bad arguments whether or not a stream is given.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -79,6 +80,45 @@ TEST_F(StreamChecks, NonNullStreamIsUnsupportedAndMovesNothing) {
   EXPECT_EQ(std::string(plx_get_last_error(nullptr)).rfind("plx_recv: rank 0: stream 0x10 ", 0),
             0u)
       << plx_get_last_error(nullptr);
+}
+
+// The arguments are checked before the stream: a bad datatype, root, peer or NULL buffer is
+// PLX_ERROR_INVALID_ARGUMENT naming that argument, with a stream as without one.
+TEST_F(StreamChecks, BadArgumentsAreNamedBeforeTheStream) {
+  const auto bad_type = static_cast<plx_datatype_t>(99);
+  const auto expect_named = [](plx_result_t result, const std::string& call,
+                               const std::string& argument) {
+    EXPECT_EQ(result, PLX_ERROR_INVALID_ARGUMENT) << call;
+    const std::string message = plx_get_last_error(nullptr);
+    EXPECT_EQ(message.rfind(call + ": rank 0: ", 0), 0u) << message;
+    EXPECT_NE(message.find(argument), std::string::npos) << call << ": " << message;
+  };
+  for (void* stream : {kFakeStream, static_cast<void*>(nullptr)}) {
+    out_[0] = -9;
+    expect_named(plx_allreduce(in_, out_, 4, bad_type, PLX_SUM, comm_, stream), "plx_allreduce",
+                 "datatype");
+    expect_named(plx_allreduce(in_, out_, 4, PLX_INT32, static_cast<plx_red_op_t>(77), comm_,
+                               stream),
+                 "plx_allreduce", "op");
+    expect_named(plx_allreduce(nullptr, out_, 4, PLX_INT32, PLX_SUM, comm_, stream),
+                 "plx_allreduce", "sendbuf");
+    expect_named(plx_reduce(in_, out_, 4, PLX_INT32, PLX_SUM, 3, comm_, stream), "plx_reduce",
+                 "root 3");
+    expect_named(plx_broadcast(in_, out_, 4, PLX_INT32, -1, comm_, stream), "plx_broadcast",
+                 "root -1");
+    expect_named(plx_allgather(in_, nullptr, 4, PLX_INT32, comm_, stream), "plx_allgather",
+                 "recvbuf");
+    expect_named(plx_send(in_, 4, PLX_INT32, 5, comm_, stream), "plx_send", "peer 5");
+    expect_named(plx_recv(out_, 4, bad_type, 0, comm_, stream), "plx_recv", "datatype");
+    EXPECT_EQ(out_[0], -9) << "a refused call wrote its output";
+  }
+  // Good arguments with the stream still meet the stream's refusal, and nothing was numbered:
+  // the next host call runs.
+  EXPECT_EQ(plx_allreduce(in_, out_, 4, PLX_INT32, PLX_SUM, comm_, kFakeStream),
+            PLX_ERROR_UNSUPPORTED);
+  ASSERT_EQ(plx_allreduce(in_, out_, 4, PLX_INT32, PLX_SUM, comm_, nullptr), PLX_SUCCESS)
+      << plx_get_last_error(nullptr);
+  EXPECT_EQ(out_[3], 4);
 }
 
 TEST_F(StreamChecks, NullStreamStillRunsOnTheHost) {
