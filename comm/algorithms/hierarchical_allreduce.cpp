@@ -37,8 +37,8 @@
 // Pipelining (K > 1 hosts, M > 1 lanes). Run one after the other, the phases leave the network
 // idle while the hosts reduce and gather, and on hosts whose ranks share cores the intra-host
 // phases cost as much as a third of the time. So the vector is cut into S segments of about
-// M * K * chunk_bytes (each lane-ring step then moves about one chunk; at most 1024, at least M
-// elements each where the count allows), the three
+// M * K * min(chunk_bytes, 256 KiB) (hierarchical_segments.h: each lane-ring step then moves about
+// 256 KiB; at most 1024, at least M elements each where the count allows), the three
 // steps run per segment, and the network step of up to kDepth + 1 segments is in flight while
 // the host's ranks run the intra-host steps of their neighbours: NCCL's pipelining of its
 // intra-node and network stages chunk by chunk, applied to Traeff & Hunold's node-local and
@@ -87,6 +87,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/hierarchical_pipeline.h"
+#include "comm/algorithms/hierarchical_segments.h"
 #include "comm/algorithms/host_layout.h"
 #include "comm/algorithms/shm_group.h"
 #include "comm/algorithms/slices.h"
@@ -100,8 +101,6 @@ namespace {
 // Segments whose lanes may be in flight at once beyond the one just started.
 constexpr size_t kDepth = 2;
 constexpr const char* kName = "allreduce:hierarchical";
-// The most segments: beyond it a segment's set-up outweighs what a finer pipeline saves.
-constexpr size_t kMaxSegments = 1024;
 
 struct Call {
   Transport& transport;
@@ -158,16 +157,16 @@ plx_result_t whole_vector(const Call& c, uint64_t tag_base) {
                         args.peers, args.datatype, args.chunk_bytes, kName, nullptr);
 }
 
-// S: segments of about M * K * chunk_bytes, so that each step of a lane's ring (a K-th of the
-// segment's block) moves about one chunk: smaller segments would make the 2(K-1) steps of every
-// segment's ring latency-bound on many hosts. At most one per M elements and kMaxSegments, and
-// few enough that every window holds a lane ring's 2(K-1) messages and an intra ring's pieces.
+// S: segments of hierarchical_segment_bytes() (hierarchical_segments.h: each step of a lane's
+// ring moves about min(chunk_bytes, 256 KiB)). At most one per M elements and
+// kMaxHierarchicalSegments, and few enough that every window holds a lane ring's 2(K-1)
+// messages and an intra ring's pieces.
 size_t segment_count(const Call& c) {
   const size_t lanes = static_cast<size_t>(c.lanes);
   const size_t target_bytes =
-      std::max<size_t>(c.args.chunk_bytes, 1) * lanes * static_cast<size_t>(c.hosts);
+      hierarchical_segment_bytes(c.args.chunk_bytes, lanes, static_cast<size_t>(c.hosts));
   size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
-  segments = std::min({segments, c.args.count / lanes, kMaxSegments});
+  segments = std::min({segments, c.args.count / lanes, kMaxHierarchicalSegments});
   const size_t window = std::max<size_t>({2 * static_cast<size_t>(c.hosts), 4 * lanes, 64});
   segments = std::min<size_t>(segments, kTagIndexLimit / ((lanes + 2) * window));
   return std::max<size_t>(segments, 1);

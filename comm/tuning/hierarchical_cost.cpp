@@ -14,7 +14,8 @@
 // the link's total, or one rank's q lanes in sequence, whichever is slower. Between phases the
 // pipeline drains: one a_i per phase boundary.
 //
-// The allreduce overlaps its phases over S segments of about M K c bytes (hierarchical_allreduce.cpp,
+// The allreduce overlaps its phases over S segments of about M K min(c, 256 KiB) bytes
+// (comm/algorithms/hierarchical_segments.h, hierarchical_allreduce.cpp,
 // as NCCL pipelines its NVLink and network stages and [TH] its node-local and lane phases): the
 // host's ranks run the intra-host reduce-scatter and allgather of the neighbouring segments
 // while a segment's lanes cross the network. A two-stage pipeline of S items, stage times
@@ -53,6 +54,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "comm/algorithms/hierarchical_segments.h"
 #include "comm/tuning/cost_terms.h"
 #include "comm/tuning/shm_cost.h"
 
@@ -125,12 +127,15 @@ struct Hier {
     const double host = intra(y, blocks, M() * y, true) + intra(y, blocks, M() * y, false);
     return host + inter + 2 * boundary() + (S - 1) * std::max(host, inter);
   }
-  // S of hierarchical_allreduce.cpp: segments of about M K c bytes (each lane-ring step moves
-  // about one chunk), at most 1024 (1 without slicing, with one lane, or without two distinct
-  // levels).
+  // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
+  // step moves about min(c, 256 KiB)), at most kMaxHierarchicalSegments (1 without slicing,
+  // with one lane, or without two distinct levels).
   double segments(double m) const {
     if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
-    return std::clamp(std::ceil(m / (M() * K() * static_cast<double>(c))), 1.0, 1024.0);
+    const double bytes = static_cast<double>(hierarchical_segment_bytes(
+        c, static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts)));
+    return std::clamp(std::ceil(m / bytes), 1.0,
+                      static_cast<double>(kMaxHierarchicalSegments));
   }
   // [TH]: intra reduce-scatter (a part is ceil(M/L) lanes of about K blocks), then a ring
   // reduce-scatter of each lane's K blocks b between the hosts: K-1 steps.
