@@ -54,9 +54,10 @@ struct DeviceArgs {
 // Runs the host collective on the given host (or pinned) buffers, blocking.
 using HostRun = std::function<plx_result_t(const void* send, void* recv)>;
 
-// Runs one blocking call (see the file comment). The caller has checked nothing but comm != NULL;
-// when args cannot be staged (a NULL buffer with a count, a byte size that overflows) the host
-// call runs on the caller's buffers and reports the argument error itself.
+// Runs one blocking call (see the file comment). The caller has checked the arguments already
+// (c_api_collectives.cpp runs the host body's checks first, capi::ArgumentsOnly); should args
+// still not be stageable (a NULL buffer with a count, a byte size that overflows) the host call
+// runs on the caller's buffers and reports the argument error itself.
 plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream, const DeviceArgs& args,
                             const HostRun& host_run);
 
