@@ -90,6 +90,9 @@ struct CollArgs {
   const size_t* rdispls = nullptr;
   // Largest message slice the pipelined algorithms cut (PLEXUS_CHUNK_BYTES).
   size_t chunk_bytes = size_t{1} << 20;
+  // The pipelined hierarchical allreduce's lane step (hierarchical_segments.h; 0: derived from
+  // chunk_bytes alone, as without a two-level cost model).
+  size_t lane_step_bytes = 0;
   // The communicator's hosts (the hierarchical algorithms); NULL: one host. Not owned.
   const HostLayout* hosts = nullptr;
   // The staging buffers shared by the ranks of this host (the shm_* algorithms when they are

@@ -37,8 +37,9 @@
 // Pipelining (K > 1 hosts, M > 1 lanes). Run one after the other, the phases leave the network
 // idle while the hosts reduce and gather, and on hosts whose ranks share cores the intra-host
 // phases cost as much as a third of the time. So the vector is cut into S segments of about
-// M * K * min(chunk_bytes, 256 KiB) (hierarchical_segments.h: each lane-ring step then moves about
-// 256 KiB; at most 1024, at least M elements each where the count allows), the three
+// M * K * s (hierarchical_segments.h: each lane-ring step then moves about s, between 256 KiB
+// and chunk_bytes by the network's latency against its rate; at most 1024, at least M elements
+// each where the count allows), the three
 // steps run per segment, and the network step of up to kDepth + 1 segments is in flight while
 // the host's ranks run the intra-host steps of their neighbours: NCCL's pipelining of its
 // intra-node and network stages chunk by chunk, applied to Traeff & Hunold's node-local and
@@ -158,13 +159,16 @@ plx_result_t whole_vector(const Call& c, uint64_t tag_base) {
 }
 
 // S: segments of hierarchical_segment_bytes() (hierarchical_segments.h: each step of a lane's
-// ring moves about min(chunk_bytes, 256 KiB)). At most one per M elements and
+// ring moves about CollArgs::lane_step_bytes). At most one per M elements and
 // kMaxHierarchicalSegments, and few enough that every window holds a lane ring's 2(K-1)
 // messages and an intra ring's pieces.
 size_t segment_count(const Call& c) {
   const size_t lanes = static_cast<size_t>(c.lanes);
+  const size_t step_bytes = c.args.lane_step_bytes > 0
+                                ? c.args.lane_step_bytes
+                                : hierarchical_lane_step_bytes(c.args.chunk_bytes, 0, 0);
   const size_t target_bytes =
-      hierarchical_segment_bytes(c.args.chunk_bytes, lanes, static_cast<size_t>(c.hosts));
+      hierarchical_segment_bytes(step_bytes, lanes, static_cast<size_t>(c.hosts));
   size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
   segments = std::min({segments, c.args.count / lanes, kMaxHierarchicalSegments});
   const size_t window = std::max<size_t>({2 * static_cast<size_t>(c.hosts), 4 * lanes, 64});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/algorithms/deliberate_leak.h"
+#include "comm/algorithms/hierarchical_segments.h"
 #include "comm/core/algorithm_choice.h"
 #include "comm/core/communicator.h"
 #include "comm/core/error.h"
@@ -109,6 +110,8 @@ plx_result_t apply_premul(plx_comm* comm, CollectiveOp& op,
 plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   CollArgs& a = op.args;
   a.chunk_bytes = comm->chunk_bytes;
+  a.lane_step_bytes = hierarchical_lane_step_bytes(comm->chunk_bytes, comm->cost.inter_alpha_s,
+                                                  comm->cost.inter_beta_s_per_byte);
   a.hosts = &comm->hosts;  // the hierarchical algorithms' layout
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;

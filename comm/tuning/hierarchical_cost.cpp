@@ -14,8 +14,9 @@
 // the link's total, or one rank's q lanes in sequence, whichever is slower. Between phases the
 // pipeline drains: one a_i per phase boundary.
 //
-// The allreduce overlaps its phases over S segments of about M K min(c, 256 KiB) bytes
-// (comm/algorithms/hierarchical_segments.h, hierarchical_allreduce.cpp,
+// The allreduce overlaps its phases over S segments of about M K s bytes, s the lane step
+// min(c, max(256 KiB, 8 a_e / b_e)) (comm/algorithms/hierarchical_segments.h,
+// hierarchical_allreduce.cpp,
 // as NCCL pipelines its NVLink and network stages and [TH] its node-local and lane phases): the
 // host's ranks run the intra-host reduce-scatter and allgather of the neighbouring segments
 // while a segment's lanes cross the network. A two-stage pipeline of S items, stage times
@@ -128,12 +129,13 @@ struct Hier {
     return host + inter + 2 * boundary() + (S - 1) * std::max(host, inter);
   }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
-  // step moves about min(c, 256 KiB)), at most kMaxHierarchicalSegments (1 without slicing,
+  // step moves about hierarchical_lane_step_bytes()), at most kMaxHierarchicalSegments (1 without slicing,
   // with one lane, or without two distinct levels).
   double segments(double m) const {
     if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
+    const size_t step = hierarchical_lane_step_bytes(c, p.alpha_inter, p.beta_inter);
     const double bytes = static_cast<double>(hierarchical_segment_bytes(
-        c, static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts)));
+        step, static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts)));
     return std::clamp(std::ceil(m / bytes), 1.0,
                       static_cast<double>(kMaxHierarchicalSegments));
   }

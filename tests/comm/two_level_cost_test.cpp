@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "comm/algorithms/host_layout.h"
+#include "comm/algorithms/hierarchical_segments.h"
 #include "comm/algorithms/host_tree.h"
 #include "comm/core/error.h"
 #include "comm/transport/tag.h"
@@ -195,6 +196,25 @@ TEST(TwoLevelModelTest, HierarchicalAllreduceMatchesHandValue) {
   CostShape nics = shape_of({"A", "A", "B", "B"});
   nics.nics_per_host = 2;
   EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 1000, nics, kTwo, 0), 6615);
+}
+
+// The pipelined allreduce's lane step (hierarchical_segments.h): min(chunk, max(256 KiB,
+// 8 alpha_e / beta_e)), shared by the algorithm and the model.
+TEST(TwoLevelModelTest, LaneStepFollowsTheLinksLatencyAgainstItsRate) {
+  constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+  // p5: 10 us at 50 GB/s per link, 8 alpha/beta = 4 MB: the 1 MiB chunk.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 10e-6, 2e-11), MiB);
+  // ... and 4,000,000 bytes with a larger chunk.
+  EXPECT_NEAR(static_cast<double>(hierarchical_lane_step_bytes(64 * MiB, 10e-6, 2e-11)), 4e6, 1);
+  // The emulated 2 Gbit/s hosts (alpha 16.9 us, beta 3.18 ns/B: 42.5 KB): the 256 KiB floor.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 16.9e-6, 3.18e-9), 256 * KiB);
+  // No two-level model: the floor; a smaller chunk wins over the floor.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 0, 0), 256 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(64 * KiB, 10e-6, 2e-11), 64 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(0, 0, 0), 1u);
+  // Absurd parameters stay finite: the chunk.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 1e9, 1e-30), MiB);
+  EXPECT_EQ(hierarchical_segment_bytes(256 * KiB, 2, 2), MiB);
 }
 
 TEST(TwoLevelModelTest, HierarchicalBlockCollectivesMatchHandValues) {
