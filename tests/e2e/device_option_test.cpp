@@ -80,10 +80,15 @@ TEST_F(DeviceOption, Bf16AutocastOnTheCpuExitsTwo) {
 TEST_F(DeviceOption, UnknownValuesExitTwoBeforeTraining) {
   ProcessResult device = run_process(train_args({"--device", "gpu"}), 60);
   EXPECT_EQ(device.exit_code, 2) << (device.out + device.err);
-  EXPECT_THAT(device.err, HasSubstr("plexus-train: --device 'gpu' is not one of cpu, cuda"));
+  EXPECT_THAT(device.err, HasSubstr("plexus-train: --device \"gpu\" is not one of cpu, cuda"));
+  // A value with terminal escapes is printed escaped, never raw.
+  ProcessResult escaped = run_process(train_args({"--device", "\x1b[31mred\x07"}), 60);
+  EXPECT_EQ(escaped.exit_code, 2) << escaped.err;
+  EXPECT_THAT(escaped.err, HasSubstr("--device \"\\x1b[31mred\\x07\" is not one of"));
+  EXPECT_EQ(escaped.err.find('\x1b'), std::string::npos) << escaped.err;
   ProcessResult autocast = run_process(train_args({"--autocast", "fp8"}), 60);
   EXPECT_EQ(autocast.exit_code, 2) << (autocast.out + autocast.err);
-  EXPECT_THAT(autocast.err, HasSubstr("plexus-train: --autocast 'fp8' is not one of none, bf16"));
+  EXPECT_THAT(autocast.err, HasSubstr("plexus-train: --autocast \"fp8\" is not one of none, bf16"));
   ProcessResult sample = run_process(
       {PLEXUS_TRAIN_PATH, "--sample", "--device", "cuda", "--checkpoint", "/nonexistent.ckpt"},
       60, {"CUDA_VISIBLE_DEVICES="});

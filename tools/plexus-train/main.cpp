@@ -2,6 +2,7 @@
 // (--sample) prints text generated from a checkpoint. Run it under plexus-run, mpirun, srun or
 // torchrun; alone it is a world of one rank.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <cstdio>
 #include <string>
@@ -97,12 +98,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!plexus::engine::parse_compute_device(device, &t.device)) {
-    std::fprintf(stderr, "plexus-train: --device '%s' is not one of cpu, cuda\n", device.c_str());
+    // {:?}: quoted, with control characters escaped (a bad value never reaches the terminal raw).
+    fmt::print(stderr, "plexus-train: --device {:?} is not one of cpu, cuda\n", device);
     return 2;
   }
   if (!plexus::engine::parse_autocast(autocast, &t.autocast)) {
-    std::fprintf(stderr, "plexus-train: --autocast '%s' is not one of none, bf16\n",
-                 autocast.c_str());
+    fmt::print(stderr, "plexus-train: --autocast {:?} is not one of none, bf16\n", autocast);
     return 2;
   }
   s.device = t.device;
