@@ -25,7 +25,12 @@ plx_result_t system_error(const std::string& what, std::string* error) {
 
 plx_result_t read_text(const std::string& path, std::string* text, std::string* error) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return system_error(path + ": cannot be read", error);
+  if (stat(path.c_str(), &st) != 0) {
+    // No such file (or a path through a non-folder): the name is wrong, not the system.
+    const bool missing = errno == ENOENT || errno == ENOTDIR;
+    const plx_result_t rc = system_error(path + ": cannot be read", error);
+    return missing ? PLX_ERROR_INVALID_ARGUMENT : rc;
+  }
   if (!S_ISREG(st.st_mode)) {
     if (error) *error = path + ": is not a regular file";
     return PLX_ERROR_INVALID_ARGUMENT;  // a folder, FIFO or device: the argument is wrong

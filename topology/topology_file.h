@@ -16,9 +16,9 @@ inline constexpr size_t kMaxTopologyFileBytes = 256u << 20;
 // Reads `path`: hwloc XML when it starts (after blanks and a UTF-8 byte order mark) with "<?xml"
 // or "<topology", read through hwloc as one host (read_hwloc_xml); other XML ("<system", NCCL's
 // format) is refused; anything else is a JSON document (parse_topology_json).
-// Returns PLX_ERROR_SYSTEM if the file cannot be read (missing, no permission, an I/O error);
-// PLX_ERROR_INVALID_ARGUMENT if it is not a regular file (a folder, FIFO or device), is larger
-// than kMaxTopologyFileBytes or is malformed. Messages start with the path. *out is written
+// Returns PLX_ERROR_INVALID_ARGUMENT if it does not exist (ENOENT, ENOTDIR), is not a regular
+// file (a folder, FIFO or device), is larger than kMaxTopologyFileBytes or is malformed;
+// PLX_ERROR_SYSTEM if it exists but cannot be read (no permission, an I/O error). Messages start with the path. *out is written
 // only on success.
 plx_result_t read_topology_file(const std::string& path, ClusterTopology* out, std::string* error);
 

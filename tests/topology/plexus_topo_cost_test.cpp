@@ -312,6 +312,10 @@ TEST(PlexusTopoCost, BadSizesAndFormatsExitWithTwo) {
   r = topo({"--topo-file", "/dev/null"});  // a device, not a topology file
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "plexus-topo: /dev/null: is not a regular file\n");
+  r = topo({"--topo-file", "/nonexistent-plexus/topology.json"});  // no such file: exit 2 too
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "plexus-topo: /nonexistent-plexus/topology.json: cannot be read: No such file "
+                   "or directory\n");
   r = topo({"--topo-file", file, "--simulate", "--ranks", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "plexus-topo: --simulate: a communicator of 1 rank has nothing to simulate "

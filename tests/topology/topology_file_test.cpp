@@ -474,7 +474,8 @@ TEST(Malformed, FilesThatAreNotTopologies) {
       nccl +
           ": XML that is not an hwloc topology (it starts with \"<system\"; expected \"<?xml\" "
           "or \"<topology\")");
-  EXPECT_EQ(read_topology_file(dir.path() + "/missing.json", &c, &error), PLX_ERROR_SYSTEM);
+  EXPECT_EQ(read_topology_file(dir.path() + "/missing.json", &c, &error),
+            PLX_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(error, dir.path() + "/missing.json: cannot be read: No such file or directory");
   EXPECT_EQ(read_topology_file(dir.path(), &c, &error), PLX_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(error, dir.path() + ": is not a regular file");
