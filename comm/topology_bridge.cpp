@@ -86,6 +86,16 @@ TopologyCostModel::~TopologyCostModel() = default;
 const TopologyCost& TopologyCostModel::cost() const { return impl_->cost; }
 int TopologyCostModel::nranks() const { return impl_->nranks; }
 
+plx_result_t TopologyCostModel::check_cost_model_text(std::string_view cost_model_text,
+                                                      std::string* error) {
+  CostParams given;
+  if (parse_cost_model(cost_model_text, 0, &given) != PLX_SUCCESS) {
+    *error = last_error();
+    return PLX_ERROR_INVALID_ARGUMENT;
+  }
+  return PLX_SUCCESS;
+}
+
 plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const RankGroups& groups,
                                        std::string_view cost_model_text, size_t chunk_bytes,
                                        std::unique_ptr<TopologyCostModel>* out,
@@ -112,10 +122,8 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
 
   if (!cost_model_text.empty()) {
     CostParams given;
-    if (parse_cost_model(cost_model_text, 0, &given) != PLX_SUCCESS) {
-      *error = last_error();
-      return PLX_ERROR_INVALID_ARGUMENT;
-    }
+    PLX_CHECK(check_cost_model_text(cost_model_text, error));
+    (void)parse_cost_model(cost_model_text, 0, &given);
     cost.alpha_s = given.alpha_s;
     cost.beta_s_per_byte = given.beta_s_per_byte;
     cost.gamma_s_per_byte = given.gamma_s_per_byte;

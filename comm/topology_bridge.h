@@ -65,6 +65,9 @@ class TopologyCostModel {
                              const topology::RankGroups& groups, std::string_view cost_model_text,
                              size_t chunk_bytes, std::unique_ptr<TopologyCostModel>* out,
                              std::string* error);
+  // PLEXUS_COST_MODEL's text alone, as create() checks it: PLX_ERROR_INVALID_ARGUMENT with its
+  // message for bad text, so that a tool can refuse it before printing anything.
+  static plx_result_t check_cost_model_text(std::string_view cost_model_text, std::string* error);
   ~TopologyCostModel();
   TopologyCostModel(const TopologyCostModel&) = delete;
   TopologyCostModel& operator=(const TopologyCostModel&) = delete;

@@ -126,6 +126,9 @@ Decision decide(const std::string& host_id, const std::string& provider, int ran
 
 }  // namespace
 
+// The largest value PLEXUS_COST_MODEL takes (microseconds or nanoseconds per byte).
+constexpr double kMaxCostValue = 1e6;
+
 plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out) {
   const auto fail = [&](const std::string& why) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
@@ -153,6 +156,17 @@ plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out) 
         values[i] < 0) {
       return fail(fmt::format("{} '{}' is not a non-negative number", kNames[i], item));
     }
+    // A microsecond or nanosecond count past a million (one second per message or a millisecond
+    // per byte) describes no network and would make every prediction meaningless.
+    if (values[i] > kMaxCostValue) {
+      return fail(fmt::format("{} '{}' is more than {:g}", kNames[i], item, kMaxCostValue));
+    }
+  }
+  // Five values describe a second level between hosts: an unbounded link there (beta 0) would
+  // silently leave one level for every host.
+  if (given == 5 && values[4] == 0) {
+    return fail("inter_beta_ns_per_byte is 0, but five values describe a network between hosts "
+                "(give three values for one level)");
   }
   *out = CostParams{values[0] * 1e-6, values[1] * 1e-9, values[2] * 1e-9, values[3] * 1e-6,
                     values[4] * 1e-9};

@@ -166,6 +166,19 @@ TEST(PlexusTopoCost, PlexusCostModelReplacesTheTopologysParameters) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("plexus-topo: PLEXUS_COST_MODEL=\"2;0.5\": rank 0: "), std::string::npos)
       << r.err;
+  // Five values with no inter-host bandwidth, or a value past 1e6: refused before the tree is
+  // printed.
+  r = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "4"},
+           {"PLEXUS_COST_MODEL=2,0.5,0,0,0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("inter_beta_ns_per_byte is 0, but five values"), std::string::npos)
+      << r.err;
+  r = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "4"},
+           {"PLEXUS_COST_MODEL=1e300,0.5,0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("alpha_us '1e300' is more than 1e+06"), std::string::npos) << r.err;
 }
 
 TEST(PlexusTopoCost, TwoHostsChargeTheRingAtTheNicRate) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/topology_bridge.h"
 #include "tools/plexus-topo/print_collectives.h"
 #include "tools/plexus-topo/print_groups.h"
 #include "tools/plexus-topo/print_tree.h"
@@ -115,6 +116,10 @@ int main(int argc, char** argv) {
                 "--chunk-bytes: \"" + chunk_text + "\" is not one byte count in 1..1T");
   const char* cost_model_env = std::getenv("PLEXUS_COST_MODEL");
   const std::string cost_model = cost_model_env != nullptr ? cost_model_env : "";
+  if (!cost_model.empty() &&
+      plexus::comm::TopologyCostModel::check_cost_model_text(cost_model, &error) != PLX_SUCCESS) {
+    return fail(PLX_ERROR_INVALID_ARGUMENT, error);  // before anything is printed
+  }
 
   ClusterTopology cluster;
   std::string origin;
