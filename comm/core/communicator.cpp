@@ -231,12 +231,15 @@ plx_result_t destroy_communicator(plx_comm* comm) {
   comm->transport.reset();
   comm->rendezvous.reset();
   if (comm->server) {
-    // Every rank has its ALL_DONE and is closing; a few seconds is plenty.
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::min<std::chrono::milliseconds>(std::chrono::milliseconds(comm->timeout_ms),
-                                            std::chrono::seconds(10));
-    if (!comm->server->wait_finished(deadline)) {
+    // Every rank has its ALL_DONE and is closing; a few seconds is plenty. When the goodbye
+    // failed (a rank lost or stuck, already waited for up to the timeout) the server cannot
+    // finish either: close it at once rather than wait a second time.
+    const auto wait = result == PLX_SUCCESS
+                          ? std::min<std::chrono::milliseconds>(
+                                std::chrono::milliseconds(comm->timeout_ms), std::chrono::seconds(10))
+                          : std::chrono::milliseconds(0);
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    if (!comm->server->wait_finished(deadline) && result == PLX_SUCCESS) {
       log_message(LogLevel::Warn, "rendezvous server still busy at shutdown; closing it");
     }
     comm->server.reset();
