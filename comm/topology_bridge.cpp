@@ -121,8 +121,10 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
 
   if (!cost_model_text.empty()) {
     CostParams given;
-    PLX_CHECK(check_cost_model_text(cost_model_text, error));
-    (void)parse_cost_model(cost_model_text, 0, &given);
+    if (parse_cost_model(cost_model_text, 0, &given) != PLX_SUCCESS) {
+      *error = last_error();
+      return PLX_ERROR_INVALID_ARGUMENT;
+    }
     cost.alpha_s = given.alpha_s;
     cost.beta_s_per_byte = given.beta_s_per_byte;
     cost.gamma_s_per_byte = given.gamma_s_per_byte;

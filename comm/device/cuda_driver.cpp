@@ -22,33 +22,33 @@ using PointerGetAttribute = int (*)(void* data, int attribute, unsigned long lon
 std::atomic<bool> g_loaded{false};
 std::atomic<PointerGetAttribute> g_get_attribute{nullptr};
 
-// The driver's path when libcuda.so.1 is among the loaded objects, else nullptr. A walk of the
+// Whether libcuda.so.1 is among the loaded objects. A walk of the
 // loaded objects' names (dl_iterate_phdr), not dlopen(RTLD_NOLOAD): while the driver is absent,
 // dlopen would search the library path and map and unmap ld.so.cache on every call, some
 // hundreds of microseconds that every host collective paid.
-const char* loaded_driver_path() {
-  const char* found = nullptr;
+bool driver_among_loaded_objects() {
+  bool found = false;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         const char* name = info->dlpi_name;
         if (name == nullptr) return 0;
         const char* slash = std::strrchr(name, '/');
         if (std::strcmp(slash ? slash + 1 : name, "libcuda.so.1") != 0) return 0;
-        *static_cast<const char**>(data) = name;
+        *static_cast<bool*>(data) = true;
         return 1;
       },
       &found);
   return found;
 }
 
-// Only once loaded_driver_path() found it: then dlopen finds it among the loaded objects.
+// Only once driver_among_loaded_objects() found it: then dlopen finds it among the loaded objects.
 void* driver_handle() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
 
 }  // namespace
 
 bool cuda_driver_loaded() {
   if (g_loaded.load(std::memory_order_acquire)) return true;
-  if (loaded_driver_path() == nullptr) return false;
+  if (!driver_among_loaded_objects()) return false;
   void* handle = driver_handle();
   if (handle == nullptr) return false;
   auto* fn = reinterpret_cast<PointerGetAttribute>(dlsym(handle, "cuPointerGetAttribute"));
