@@ -2,7 +2,8 @@
 # gpu-check.sh - the GPU checks of issue 6 on one GPU machine, in under 8 minutes (one H200, 16
 # cores): build with CUDA, run the GPU test suite (ctest -L gpu), then plexus-gpu-bench (the
 # reduction kernels' bandwidth beside device-to-device copy bandwidth), then plexus-gpu-allreduce
-# (device-buffer allreduce, 2 and 4 ranks on one GPU through CUDA IPC, and staged), then the
+# (device-buffer allreduce, 2 and 4 ranks on one GPU through CUDA IPC, and staged; reduce_scatter
+# and allgather, 4 ranks through CUDA IPC), then the
 # engine's tokens/s on one GPT config (plexus-train --device cuda, fp32 and bf16). Prints the date,
 # `nvidia-smi -L` and the figures; everything also goes to $BUILD_DIR/gpu-check.log.
 #
@@ -10,7 +11,8 @@
 #   BUILD_DIR=/tmp/b JOBS=8 CUDA_ARCHS=90 perf/gpu-check.sh
 #
 # Every step runs under `timeout`: configure 60 s, build 300 s, tests 90 s, bench 60 s, the three
-# allreduce runs and the two training runs 60 s each (at most 13.5 min; the steps themselves
+# allreduce runs and the two training runs 60 s each, the reduce_scatter and allgather runs 45 s
+# each (at most 15 min; the steps themselves
 # take far less than their limits, well under 8 minutes together on 16 cores). Exit 0 when every step passed, 1 otherwise (the failing steps are listed at the end).
 # The build is only the GPU targets (libplexus, plexus_gpu_tests, plexus-gpu-bench,
 # plexus-gpu-allreduce, plexus-run, plexus-train and the D plugin), not the whole tree.
@@ -73,6 +75,11 @@ if step 60 configure cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DPLE
   done
   step 60 "staged allreduce, 2 ranks (PLEXUS_SHM=0)" env PLEXUS_SHM=0 \
     "$BUILD_DIR/bin/plexus-run" -n 2 -- "$BUILD_DIR/bin/plexus-gpu-allreduce" -b 1M -e 64M -n 5 -w 2
+  # reduce_scatter and allgather through CUDA IPC, 4 ranks (busbw = algbw * (n-1)/n).
+  for c in reduce_scatter allgather; do
+    step 45 "cuda_ipc $c, 4 ranks on one GPU" "$BUILD_DIR/bin/plexus-run" -n 4 -- \
+      "$BUILD_DIR/bin/plexus-gpu-allreduce" -c "$c" -b 1M -e 128M -n 10 -w 3
+  done
 
   # The engine on this GPU: one fixed GPT config (6 layers, 6 heads, width 384, context 256,
   # batch 32: 10.8 M parameters), 30 steps in fp32 and 30 with bf16 autocast; every 10th step

@@ -1,9 +1,10 @@
 // c_api_collectives.cpp - the collectives and point-to-point calls of include/plexus/plexus.h,
 // blocking and non-blocking.
 //
-// A blocking call goes through comm/device/device_collective.h first (a stream, device buffers:
-// checked, staged or run over CUDA IPC), a non-blocking one refuses device buffers; both then run
-// the shared body of c_api_calls.h on host buffers.
+// Both forms go through comm/device/device_collective.h first (a stream, device buffers: checked,
+// staged or run over CUDA IPC; a non-blocking call's device buffers are staged per call and
+// copied back when its request completes, comm/device/device_deferred.h), then run the shared
+// body of c_api_calls.h on host buffers.
 #include "comm/core/c_api_calls.h"
 #include "comm/core/c_api_checks.h"
 #include "comm/core/communicator.h"
@@ -33,15 +34,20 @@ plx_result_t blocking(const char* fn, plx_comm* comm, void* stream, ArgsOf&& arg
   });
 }
 
-// Non-blocking form: host buffers only (a device buffer is refused, naming it).
+// Non-blocking form: as the blocking form without a stream; the body queues the operation with
+// a request. Device buffers are staged through pinned memory of the call's own, copied back when
+// the request completes (args.nonblocking; comm/device/device_deferred.h).
 template <typename ArgsOf, typename Body>
 plx_result_t nonblocking(const char* fn, plx_comm* comm, ArgsOf&& args_of, Body&& body) {
   return guarded(fn, [&]() -> plx_result_t {
-    if (comm) {
-      PLX_CHECK(device::reject_device_buffers(fn, comm, nullptr, args_of(),
-                                              "in a non-blocking call"));
+    if (!comm) return null_argument(fn, nullptr, "comm");
+    device::DeviceArgs args = args_of();
+    args.nonblocking = true;
+    {
+      const ArgumentsOnly checking;
+      PLX_CHECK(body(args.send, args.recv));
     }
-    return body();
+    return device::run_collective(fn, comm, nullptr, args, body);
   });
 }
 
@@ -57,7 +63,13 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
   constexpr const char* fn = "plx_allreduce";
   return blocking(
       fn, comm, stream,
-      [&] { return device::allreduce_args(sendbuf, recvbuf, count, datatype, op); },
+      [&] {
+        device::DeviceArgs args = device::allreduce_args(sendbuf, recvbuf, count, datatype, op);
+        args.range_run = [&](const void* s, void* r, size_t n) {
+          return allreduce(fn, s, r, n, datatype, op, comm, nullptr, false);
+        };
+        return args;
+      },
       [&](const void* s, void* r) {
         return allreduce(fn, s, r, count, datatype, op, comm, nullptr, false);
       });
@@ -69,7 +81,9 @@ plx_result_t plx_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
   constexpr const char* fn = "plx_iallreduce";
   return nonblocking(
       fn, comm, [&] { return device::allreduce_args(sendbuf, recvbuf, count, datatype, op); },
-      [&] { return allreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, request, true); });
+      [&](const void* s, void* r) {
+        return allreduce(fn, s, r, count, datatype, op, comm, request, true);
+      });
 }
 
 plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
@@ -78,7 +92,16 @@ plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
   constexpr const char* fn = "plx_reduce";
   return blocking(
       fn, comm, stream,
-      [&] { return device::reduce_args(sendbuf, recvbuf, count, datatype, is_root(comm, root)); },
+      [&] {
+        device::DeviceArgs args =
+            device::reduce_args(sendbuf, recvbuf, count, datatype, is_root(comm, root));
+        args.op = op;
+        args.root = root;
+        args.range_run = [&](const void* s, void* r, size_t n) {
+          return reduce(fn, s, r, n, datatype, op, root, comm, nullptr, false);
+        };
+        return args;
+      },
       [&](const void* s, void* r) {
         return reduce(fn, s, r, count, datatype, op, root, comm, nullptr, false);
       });
@@ -91,8 +114,8 @@ plx_result_t plx_ireduce(const void* sendbuf, void* recvbuf, size_t count,
   return nonblocking(
       fn, comm,
       [&] { return device::reduce_args(sendbuf, recvbuf, count, datatype, is_root(comm, root)); },
-      [&] {
-        return reduce(fn, sendbuf, recvbuf, count, datatype, op, root, comm, request, true);
+      [&](const void* s, void* r) {
+        return reduce(fn, s, r, count, datatype, op, root, comm, request, true);
       });
 }
 
@@ -102,7 +125,13 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
   return blocking(
       fn, comm, stream,
       [&] {
-        return device::broadcast_args(sendbuf, recvbuf, count, datatype, is_root(comm, root));
+        device::DeviceArgs args =
+            device::broadcast_args(sendbuf, recvbuf, count, datatype, is_root(comm, root));
+        args.root = root;
+        args.range_run = [&](const void* s, void* r, size_t n) {
+          return broadcast(fn, s, r, n, datatype, root, comm, nullptr, false);
+        };
+        return args;
       },
       [&](const void* s, void* r) {
         return broadcast(fn, s, r, count, datatype, root, comm, nullptr, false);
@@ -118,7 +147,9 @@ plx_result_t plx_ibroadcast(const void* sendbuf, void* recvbuf, size_t count,
       [&] {
         return device::broadcast_args(sendbuf, recvbuf, count, datatype, is_root(comm, root));
       },
-      [&] { return broadcast(fn, sendbuf, recvbuf, count, datatype, root, comm, request, true); });
+      [&](const void* s, void* r) {
+        return broadcast(fn, s, r, count, datatype, root, comm, request, true);
+      });
 }
 
 plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -128,7 +159,10 @@ plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvc
   return blocking(
       fn, comm, stream,
       [&] {
-        return device::reduce_scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size);
+        device::DeviceArgs args =
+            device::reduce_scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size);
+        args.op = op;
+        return args;
       },
       [&](const void* s, void* r) {
         return reduce_scatter(fn, s, r, recvcount, datatype, op, comm, nullptr, false);
@@ -144,8 +178,8 @@ plx_result_t plx_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recv
       [&] {
         return device::reduce_scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size);
       },
-      [&] {
-        return reduce_scatter(fn, sendbuf, recvbuf, recvcount, datatype, op, comm, request, true);
+      [&](const void* s, void* r) {
+        return reduce_scatter(fn, s, r, recvcount, datatype, op, comm, request, true);
       });
 }
 
@@ -166,7 +200,9 @@ plx_result_t plx_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount
   return nonblocking(
       fn, comm,
       [&] { return device::allgather_args(sendbuf, recvbuf, sendcount, datatype, comm->size); },
-      [&] { return allgather(fn, sendbuf, recvbuf, sendcount, datatype, comm, request, true); });
+      [&](const void* s, void* r) {
+        return allgather(fn, s, r, sendcount, datatype, comm, request, true);
+      });
 }
 
 plx_result_t plx_alltoall(const void* sendbuf, void* recvbuf, size_t count,
@@ -186,7 +222,9 @@ plx_result_t plx_ialltoall(const void* sendbuf, void* recvbuf, size_t count,
   return nonblocking(
       fn, comm,
       [&] { return device::alltoall_args(sendbuf, recvbuf, count, datatype, comm->size); },
-      [&] { return alltoall(fn, sendbuf, recvbuf, count, datatype, comm, request, true); });
+      [&](const void* s, void* r) {
+        return alltoall(fn, s, r, count, datatype, comm, request, true);
+      });
 }
 
 plx_result_t plx_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
@@ -215,9 +253,9 @@ plx_result_t plx_ialltoallv(const void* sendbuf, const size_t* sendcounts, const
         return device::alltoallv_args(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
                                       datatype, comm->size);
       },
-      [&] {
-        return alltoallv(fn, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls,
-                         datatype, comm, request, true);
+      [&](const void* s, void* r) {
+        return alltoallv(fn, s, sendcounts, sdispls, r, recvcounts, rdispls, datatype, comm,
+                         request, true);
       });
 }
 
@@ -245,7 +283,9 @@ plx_result_t plx_igather(const void* sendbuf, void* recvbuf, size_t sendcount,
         return device::gather_args(sendbuf, recvbuf, sendcount, datatype, comm->size,
                                    is_root(comm, root));
       },
-      [&] { return gather(fn, sendbuf, recvbuf, sendcount, datatype, root, comm, request, true); });
+      [&](const void* s, void* r) {
+        return gather(fn, s, r, sendcount, datatype, root, comm, request, true);
+      });
 }
 
 plx_result_t plx_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -272,8 +312,8 @@ plx_result_t plx_iscatter(const void* sendbuf, void* recvbuf, size_t recvcount,
         return device::scatter_args(sendbuf, recvbuf, recvcount, datatype, comm->size,
                                     is_root(comm, root));
       },
-      [&] {
-        return scatter(fn, sendbuf, recvbuf, recvcount, datatype, root, comm, request, true);
+      [&](const void* s, void* r) {
+        return scatter(fn, s, r, recvcount, datatype, root, comm, request, true);
       });
 }
 
@@ -281,7 +321,15 @@ plx_result_t plx_send(const void* sendbuf, size_t count, plx_datatype_t datatype
                       plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_send";
   return blocking(
-      fn, comm, stream, [&] { return device::send_args(sendbuf, count, datatype); },
+      fn, comm, stream,
+      [&] {
+        device::DeviceArgs args = device::send_args(sendbuf, count, datatype);
+        args.peer = peer;
+        args.range_run = [&](const void* s, void*, size_t n) {
+          return p2p(fn, true, s, n, datatype, peer, comm, nullptr, false);
+        };
+        return args;
+      },
       [&](const void* s, void*) {
         return p2p(fn, true, s, count, datatype, peer, comm, nullptr, false);
       });
@@ -292,14 +340,24 @@ plx_result_t plx_isend(const void* sendbuf, size_t count, plx_datatype_t datatyp
   constexpr const char* fn = "plx_isend";
   return nonblocking(
       fn, comm, [&] { return device::send_args(sendbuf, count, datatype); },
-      [&] { return p2p(fn, true, sendbuf, count, datatype, peer, comm, request, true); });
+      [&](const void* s, void*) {
+        return p2p(fn, true, s, count, datatype, peer, comm, request, true);
+      });
 }
 
 plx_result_t plx_recv(void* recvbuf, size_t count, plx_datatype_t datatype, int peer,
                       plx_comm_t comm, void* stream) {
   constexpr const char* fn = "plx_recv";
   return blocking(
-      fn, comm, stream, [&] { return device::recv_args(recvbuf, count, datatype); },
+      fn, comm, stream,
+      [&] {
+        device::DeviceArgs args = device::recv_args(recvbuf, count, datatype);
+        args.peer = peer;
+        args.range_run = [&](const void*, void* r, size_t n) {
+          return p2p(fn, false, r, n, datatype, peer, comm, nullptr, false);
+        };
+        return args;
+      },
       [&](const void*, void* r) {
         return p2p(fn, false, r, count, datatype, peer, comm, nullptr, false);
       });
@@ -310,7 +368,9 @@ plx_result_t plx_irecv(void* recvbuf, size_t count, plx_datatype_t datatype, int
   constexpr const char* fn = "plx_irecv";
   return nonblocking(
       fn, comm, [&] { return device::recv_args(recvbuf, count, datatype); },
-      [&] { return p2p(fn, false, recvbuf, count, datatype, peer, comm, request, true); });
+      [&](const void*, void* r) {
+        return p2p(fn, false, r, count, datatype, peer, comm, request, true);
+      });
 }
 
 plx_result_t plx_barrier(plx_comm_t comm) {

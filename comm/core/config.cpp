@@ -48,6 +48,12 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_FI_MAX_MSG_BYTES", ConfigType::Bytes, "0",
    "Largest single libfabric message; larger transport messages are split. 0 uses the "
    "provider's max_msg_size. Small values exercise the split path in tests."},
+  {"PLEXUS_FI_HMEM", ConfigType::Integer, "1",
+   "FI_HMEM: plx_send and plx_recv of device buffers hand the libfabric provider registered "
+   "device memory instead of staging it through host memory. 1: open the provider with FI_HMEM "
+   "when its FI_HMEM entry serves host messages as well (efa). 2: whenever it offers one (shm of "
+   "libfabric 1.17 then loses its inject protocol: a group of many sends before their receives "
+   "can stall). 0: never. The provider itself never changes. Set alike on every rank."},
   {"PLEXUS_TIMEOUT_MS", ConfigType::Integer, "300000",
    "Bound in milliseconds on the rendezvous, on any single wait without progress, and on the "
    "shutdown handshake of plx_comm_destroy."},

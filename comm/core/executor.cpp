@@ -17,15 +17,6 @@ plx_result_t Task::wait() {
   return PLX_SUCCESS;
 }
 
-plx_result_t Task::poll(bool* done) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    *done = done_;
-    if (!done_) return PLX_SUCCESS;
-  }
-  return wait();
-}
-
 Executor::Executor(std::function<void(Task&)> run) : run_(std::move(run)) {}
 
 Executor::~Executor() { stop(PLX_ERROR_ABORTED, "the communicator was destroyed"); }

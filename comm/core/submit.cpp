@@ -17,6 +17,7 @@ struct GroupState {
 };
 
 thread_local GroupState g_group;
+thread_local CompletionScope* t_scope = nullptr;  // the open CompletionScope of this thread
 
 std::shared_ptr<Task> group_task(plx_comm* comm) {
   for (auto& [c, task] : g_group.tasks) {
@@ -30,19 +31,24 @@ template <typename AddOp>
 plx_result_t submit(plx_comm* comm, plx_request_t* request, AddOp&& add) {
   if (g_group.depth > 0) {
     std::shared_ptr<Task> task = group_task(comm);
+    std::unique_ptr<plx_request> made(request ? new plx_request{task} : nullptr);
     add(*task);
-    if (request) *request = new plx_request{std::move(task)};
+    attach_pending_completion(*task);
+    if (request) *request = made.release();
     return PLX_SUCCESS;
   }
   auto task = std::make_shared<Task>();
   add(*task);
+  attach_pending_completion(*task);
   if (request) {
+    std::unique_ptr<plx_request> made(new plx_request{task});
     comm->executor->submit(task);
-    *request = new plx_request{std::move(task)};
+    *request = made.release();
     return PLX_SUCCESS;
   }
   ActiveCall active(comm);
-  return comm->executor->run_now(task);
+  comm->executor->run_now(task);
+  return task->complete();
 }
 
 }  // namespace
@@ -60,6 +66,20 @@ plx_result_t submit_body(plx_comm* comm, std::function<plx_result_t()> body) {
   task->body = std::move(body);
   ActiveCall active(comm);
   return comm->executor->run_now(task);
+}
+
+CompletionScope::CompletionScope(Completion step) : step_(std::move(step)) { t_scope = this; }
+
+CompletionScope::~CompletionScope() {
+  if (t_scope == this) t_scope = nullptr;
+}
+
+void attach_pending_completion(Task& task) {
+  CompletionScope* scope = t_scope;
+  if (scope == nullptr || scope->attached_) return;
+  t_scope = nullptr;  // one operation per scope
+  if (scope->step_) task.add_completion(std::move(scope->step_));
+  scope->attached_ = true;
 }
 
 bool in_group() { return g_group.depth > 0; }
@@ -87,7 +107,7 @@ plx_result_t group_end() {
   plx_result_t first = PLX_SUCCESS;
   std::string message;
   for (auto& [comm, task] : tasks) {
-    const plx_result_t result = task->wait();
+    const plx_result_t result = task->complete();  // with the members' completion steps
     if (result != PLX_SUCCESS && first == PLX_SUCCESS) {
       first = result;
       message = last_error();

@@ -5,6 +5,14 @@
 // thread that made it waits on it (blocking calls, plx_wait, plx_group_end) or polls it
 // (plx_test); the thread that ran it calls finish(). Shared (shared_ptr) between the executor,
 // the waiting caller and any plx_request_t that refers to it.
+//
+// Completion steps: an operation may leave work for after the task has run, on the thread that
+// completes it (complete(): plx_wait, plx_test, plx_waitall, plx_group_end), e.g. copying a
+// result from pinned staging back to a device buffer and freeing the staging
+// (comm/device/device_deferred.h). Each step runs exactly once, after the task finished, on
+// success and on failure (it is given the task's result); the first failing step's error
+// becomes the task's result when the task itself succeeded. A step never run (the task is
+// dropped unwaited) is destroyed with the task, so what it captured is still released.
 #pragma once
 
 #include <condition_variable>
@@ -38,6 +46,10 @@ struct CollectiveOp {
   unsigned char premul_scalar[8] = {};
 };
 
+// A completion step: given the task's result, returns its own (PLX_SUCCESS, or an error set with
+// set_error). Runs on the completing thread; never while the task's mutex is held.
+using Completion = std::function<plx_result_t(plx_result_t outcome)>;
+
 class Task {
  public:
   std::vector<P2POp> p2p;                 // posted together, first
@@ -59,15 +71,29 @@ class Task {
   // task's message on failure.
   plx_result_t wait();
 
-  // Never blocks: *done = finished; if finished, returns as wait() does.
-  plx_result_t poll(bool* done);
+  // Adds a step to run once the task has finished (see the file comment). Call it before the
+  // task can complete: before it is submitted, or while its group is still open.
+  void add_completion(Completion step);
+
+  // wait(), then the completion steps (the first thread to get here runs them; any other waits
+  // until they are done); returns the task's result, the steps' failure included
+  // (task_completion.cpp).
+  plx_result_t complete();
+
+  // Never waits for the task's operations: *done = 0 while they run or while another thread
+  // runs the completion steps; otherwise *done = 1 and returns as complete() (running the steps
+  // here if nobody has).
+  plx_result_t try_complete(bool* done);
 
  private:
+  enum class Steps { Pending, Running, Done };
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
   plx_result_t result_ = PLX_SUCCESS;
   std::string message_;
+  std::vector<Completion> completions_;
+  Steps steps_ = Steps::Pending;
 };
 
 }  // namespace plexus::comm

@@ -40,24 +40,34 @@ inline DeviceArgs allreduce_args(const void* send, void* recv, size_t count,
 
 inline DeviceArgs reduce_args(const void* send, void* recv, size_t count, plx_datatype_t datatype,
                               bool is_root) {
-  return make_args(Collective::Reduce, datatype, send, count, recv, is_root ? count : 0);
+  DeviceArgs args =
+      make_args(Collective::Reduce, datatype, send, count, recv, is_root ? count : 0);
+  args.count = count;
+  return args;
 }
 
 inline DeviceArgs broadcast_args(const void* send, void* recv, size_t count,
                                  plx_datatype_t datatype, bool is_root) {
-  return make_args(Collective::Broadcast, datatype, send, is_root ? count : 0, recv, count);
+  DeviceArgs args =
+      make_args(Collective::Broadcast, datatype, send, is_root ? count : 0, recv, count);
+  args.count = count;
+  return args;
 }
 
 inline DeviceArgs reduce_scatter_args(const void* send, void* recv, size_t recvcount,
                                       plx_datatype_t datatype, int n) {
-  return make_args(Collective::ReduceScatter, datatype, send,
-                   times_or_max(recvcount, static_cast<size_t>(n)), recv, recvcount);
+  DeviceArgs args = make_args(Collective::ReduceScatter, datatype, send,
+                              times_or_max(recvcount, static_cast<size_t>(n)), recv, recvcount);
+  args.count = recvcount;
+  return args;
 }
 
 inline DeviceArgs allgather_args(const void* send, void* recv, size_t sendcount,
                                  plx_datatype_t datatype, int n) {
-  return make_args(Collective::Allgather, datatype, send, sendcount, recv,
-                   times_or_max(sendcount, static_cast<size_t>(n)));
+  DeviceArgs args = make_args(Collective::Allgather, datatype, send, sendcount, recv,
+                              times_or_max(sendcount, static_cast<size_t>(n)));
+  args.count = sendcount;
+  return args;
 }
 
 inline DeviceArgs alltoall_args(const void* send, void* recv, size_t count,

@@ -9,6 +9,7 @@
 #include "comm/core/submit.h"
 #include "comm/device/cuda_devices.h"
 #include "comm/device/cuda_driver.h"
+#include "comm/device/device_deferred.h"
 #include "comm/device/device_paths.h"
 #include "comm/device/memory_kind.h"
 
@@ -123,17 +124,20 @@ plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream_arg,
     if (stream != nullptr) PLX_CHECK(wait_stream(fn, comm, stream, current));
     return host_run(args.send, args.recv);
   }
-  if (in_group()) {
-    return set_error(PLX_ERROR_UNSUPPORTED,
-                     fmt::format("{}: rank {}: device buffers inside plx_group_start/"
-                                 "plx_group_end are not supported in this version; make the call "
-                                 "outside the group",
-                                 fn, comm->rank));
+  if (in_group() || args.nonblocking) {
+    // Completes later (plx_group_end, plx_wait): staged per call (device_deferred.h).
+    if (!args.nonblocking) PLX_CHECK(wait_stream(fn, comm, stream, current));
+    return run_deferred(fn, comm, stream, current, args, host_run);
   }
   PLX_CHECK(wait_stream(fn, comm, stream, current));
-  if (ipc_allreduce_eligible(comm, args)) {
+  if (hmem_p2p_eligible(comm, args)) {  // plx_send / plx_recv over FI_HMEM
     bool fell_back = false;
-    PLX_CHECK(run_ipc_allreduce(fn, comm, stream, current, args, &fell_back));
+    PLX_CHECK(run_hmem_p2p(fn, comm, current, args, &fell_back));
+    if (!fell_back) return PLX_SUCCESS;
+  }
+  if (ipc_eligible(comm, args)) {
+    bool fell_back = false;
+    PLX_CHECK(run_ipc_collective(fn, comm, stream, current, args, &fell_back));
     if (!fell_back) return PLX_SUCCESS;
   }
   return run_staged(fn, comm, stream, args, host_run);

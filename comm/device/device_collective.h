@@ -8,8 +8,11 @@
 //    later work on the stream sees it:
 //      staged   device -> pinned host staging (per communicator, grown on demand) -> the host
 //               algorithm the communicator would choose -> pinned -> device, copies on `stream`;
-//      cuda_ipc a one-host communicator with peer memory: allreduce reads its peers' device
-//               slots mapped with CUDA IPC (ipc_allreduce.cpp).
+//               allreduce, reduce, broadcast, send and recv above two chunks are pipelined
+//               chunk by chunk through a ring of pinned slots (staged_pipeline.h);
+//      cuda_ipc a one-host communicator with peer memory: allreduce, reduce, broadcast,
+//               reduce_scatter and allgather read their peers' device slots mapped with CUDA
+//               IPC (ipc_collective.cpp); every rank must then pass device buffers.
 //  - Host, pinned and managed buffers are host memory: the host algorithm reads them directly
 //    (after the stream wait when a stream is given).
 //
@@ -17,8 +20,10 @@
 //   PLX_ERROR_INVALID_ARGUMENT  device and host buffers mixed in one call; a device buffer of
 //                               another GPU than the current one; a stream CUDA rejects.
 //   PLX_ERROR_UNSUPPORTED       a stream, or a device buffer, in a build without CUDA or on a
-//                               machine where CUDA sees no device; device buffers inside a
-//                               group or in a non-blocking call (reject_device_buffers).
+//                               machine where CUDA sees no device.
+// Device buffers inside a group or in a non-blocking call (args.nonblocking) are staged through
+// pinned memory of the call's own and copied back when the group or request completes
+// (device_deferred.h); the IPC path is for blocking calls outside groups.
 // Buffers are classified only when the call gives a stream or the process has loaded the CUDA
 // driver (libcuda.so.1): a host-only program never initialises CUDA through Plexus.
 #pragma once
@@ -33,6 +38,11 @@ struct plx_comm;
 
 namespace plexus::comm::device {
 
+// Runs the host collective on `count` elements at the given host (pinned) buffers, blocking: one
+// chunk of a pipelined staged call (staged_pipeline.h). Given by the calls whose elements are
+// independent (allreduce, reduce, broadcast, send, recv), empty for the others.
+using HostRangeRun = std::function<plx_result_t(const void* send, void* recv, size_t count)>;
+
 // What the device layer needs to know of one call on this rank. Counts are elements of
 // `datatype`; a buffer the call does not use on this rank (reduce's recvbuf off the root, say)
 // has count 0.
@@ -46,9 +56,19 @@ struct DeviceArgs {
   // recv's old contents must survive where the call writes nothing (alltoallv's holes): the
   // staged path copies recv in as well as out.
   bool recv_read = false;
-  // Allreduce only, for the IPC path: the call's count and op.
+  // A non-blocking form (plx_iallreduce ...): device buffers are staged per call and copied
+  // back when the request completes (device_deferred.h), as inside a group.
+  bool nonblocking = false;
+  // For the CUDA IPC path (allreduce, reduce, broadcast, reduce_scatter, allgather): the call's
+  // count as its signature has it (recvcount for reduce_scatter, sendcount for allgather), its
+  // op and its root.
   size_t count = 0;
   plx_red_op_t op = PLX_SUM;
+  int root = 0;
+  // plx_send / plx_recv (blocking): the peer, for the FI_HMEM path (hmem_p2p.cpp); else -1.
+  int peer = -1;
+  // The call on a range of its elements, for the pipelined staged path; empty: whole buffer.
+  HostRangeRun range_run;
 };
 
 // Runs the host collective on the given host (or pinned) buffers, blocking.
@@ -60,10 +80,5 @@ using HostRun = std::function<plx_result_t(const void* send, void* recv)>;
 // runs on the caller's buffers and reports the argument error itself.
 plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream, const DeviceArgs& args,
                             const HostRun& host_run);
-
-// For calls that take host buffers only (non-blocking forms, calls inside a group):
-// PLX_ERROR_UNSUPPORTED when a stream is given or a buffer is device memory, naming `where`.
-plx_result_t reject_device_buffers(const char* fn, const plx_comm* comm, const void* stream,
-                                   const DeviceArgs& args, const char* where);
 
 }  // namespace plexus::comm::device

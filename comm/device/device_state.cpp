@@ -1,6 +1,9 @@
-// device_state.cpp - freeing a communicator's device state in a CUDA build, and the CUDA error
-// helper of device_paths.h.
+// device_state.cpp - freeing a communicator's device state in a CUDA build (IPC slots, the
+// pipelined staging's stream and events, the pinned buffer), and the CUDA error helper of
+// device_paths.h.
 #include <fmt/format.h>
+
+#include <initializer_list>
 
 #include "comm/core/communicator.h"
 #include "comm/core/error.h"
@@ -44,8 +47,30 @@ void DeviceState::close_ipc() {
   ipc = IpcState::Off;
 }
 
+void DeviceState::close_copies() {
+  if (copy_stream == nullptr) return;
+  int previous = -1;
+  const bool switch_device = cudaGetDevice(&previous) == cudaSuccess && copy_device >= 0 &&
+                             previous != copy_device && cudaSetDevice(copy_device) == cudaSuccess;
+  // A copy may still be queued after a failed call: let it finish before its events go.
+  (void)cudaStreamSynchronize(static_cast<cudaStream_t>(copy_stream));
+  for (size_t i = 0; i < kCopySlots; ++i) {
+    for (void* event : {copy_in_done[i], copy_out_done[i]}) {
+      if (event != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+    }
+    copy_in_done[i] = nullptr;
+    copy_out_done[i] = nullptr;
+  }
+  (void)cudaStreamDestroy(static_cast<cudaStream_t>(copy_stream));
+  copy_stream = nullptr;
+  copy_device = -1;
+  (void)cudaGetLastError();  // as in close_ipc: not ours to report here
+  if (switch_device) (void)cudaSetDevice(previous);
+}
+
 DeviceState::~DeviceState() {
   close_ipc();
+  close_copies();
   if (pinned != nullptr) {
     if (cudaFreeHost(pinned) != cudaSuccess) {
       (void)cudaGetLastError();

@@ -1,5 +1,6 @@
 // device_state.h - what a communicator keeps for its collectives on device buffers (issue 6):
-// the pinned host staging buffer of the staged path, and the CUDA IPC slots of the one-host path.
+// the pinned host staging buffer of the staged path (and the second stream and events of its
+// pipelined form), and the CUDA IPC slots of the one-host path.
 //
 // Owned by plx_comm (plx_comm::device), made on the first device-buffer call and freed with the
 // communicator. It holds no CUDA types, so that communicator.h needs no CUDA header; the CUDA
@@ -19,9 +20,19 @@ namespace plexus::comm::device {
 enum class IpcState { Unset, Ready, Off };
 
 struct DeviceState {
-  // Pinned host staging (cudaMallocHost), grown on demand, never shrunk.
+  // Pinned host staging (cudaMallocHost), grown on demand, never shrunk. A pipelined call
+  // (staged_pipeline.h) uses its first ring_bytes() as the ring of chunk slots.
   void* pinned = nullptr;
   size_t pinned_bytes = 0;
+
+  // The pipelined staged path: a non-blocking stream (cudaStream_t) for the copies into pinned
+  // memory, and per ring slot one event (cudaEvent_t, blocking sync, no timing) for its copy in
+  // and one for its copy out; made on device `copy_device` by the first pipelined call.
+  static constexpr size_t kCopySlots = 3;  // staged_pipeline.h's kStagingDepth
+  int copy_device = -1;
+  void* copy_stream = nullptr;
+  void* copy_in_done[kCopySlots] = {};
+  void* copy_out_done[kCopySlots] = {};
 
   // CUDA IPC: this rank's two device slots of slot_bytes in one cudaMalloc (own_slots), and
   // every rank's slots as mapped here (peer_slots[rank]; peer_slots[own rank] == own_slots),
@@ -40,11 +51,13 @@ struct DeviceState {
 
   // Closes the peers' mappings and frees the slots (ipc becomes Off); keeps the pinned buffer.
   void close_ipc();
+  // Destroys the copy stream and events (CUDA build; nothing to do without CUDA).
+  void close_copies();
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
-  ~DeviceState();  // close_ipc(), then frees the pinned buffer
+  ~DeviceState();  // close_ipc(), close_copies(), then frees the pinned buffer
 };
 
 }  // namespace plexus::comm::device

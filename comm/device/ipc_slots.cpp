@@ -1,6 +1,8 @@
 // ipc_slots.cpp - opening the CUDA IPC slots of a one-host communicator (device_paths.h).
 //
-// Collective, on the first device-buffer allreduce (every rank calls it, as NCCL requires):
+// Collective, on the first device-buffer call that takes the IPC path (ipc_collective.cpp:
+// allreduce, reduce, broadcast, reduce_scatter or allgather; every rank calls it, as NCCL
+// requires):
 //   1. allocate   this rank's two slots (2 x slot_bytes, one cudaMalloc) on the current device
 //                 and export them (cudaIpcGetMemHandle)
 //   2. exchange   [ok][handle] to and from every peer (tag_base | 0), over the transport

@@ -48,6 +48,23 @@ struct Request {
   }
 };
 
+// Where a buffer given to post_send_hmem / post_recv_hmem lives (libfabric's FI_HMEM ifaces).
+enum class MemorySpace { Host, Cuda };
+
+// A buffer's memory as the registration of post_send_hmem / post_recv_hmem sees it.
+struct BufferMemory {
+  MemorySpace space = MemorySpace::Host;
+  int device = 0;  // CUDA device ordinal (Cuda); 0 for Host
+  // The allocation holding the buffer, [base, base + bytes), and an id unique to that allocation
+  // in this process (CUDA: CU_POINTER_ATTRIBUTE_BUFFER_ID), so that memory freed and allocated
+  // again at the same address is never mistaken for the old one. id != 0: the whole allocation
+  // is registered once and the registration reused for every buffer inside it; id == 0: only the
+  // buffer is registered, for this one operation.
+  const void* base = nullptr;
+  size_t bytes = 0;
+  uint64_t id = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -90,6 +107,28 @@ class Transport {
   virtual plx_result_t open_sibling(int rank, int size, int timeout_ms,
                                     std::shared_ptr<AsyncState> async,
                                     std::unique_ptr<Transport>* out) const = 0;
+
+  // ---- Registered memory (libfabric FI_HMEM), optional; used by comm/device for plx_send and
+  // plx_recv of device buffers ----
+  // Whether post_send_hmem / post_recv_hmem may be tried for memory in `space`: the provider
+  // was opened with FI_HMEM (PLEXUS_FI_HMEM=1) and no registration in `space` has failed on this
+  // transport. Thread-safe.
+  virtual bool hmem_supported(MemorySpace space) const { return false; }
+  // post_send / post_recv of a buffer in `memory` (e.g. CUDA device memory): the transport
+  // registers the memory with the provider (fi_mr_regattr; the registrations are cached, at most
+  // a bounded number, and closed with the transport) and hands the provider its descriptor, so
+  // the provider moves device memory itself. The message matches an ordinary post_recv /
+  // post_send on the peer. PLX_ERROR_UNSUPPORTED, with nothing posted, when this transport has
+  // no FI_HMEM or the registration failed (hmem_supported(space) is false from then on): the
+  // caller may stage the buffer through host memory and post it the ordinary way instead.
+  virtual plx_result_t post_send_hmem(int peer, uint64_t tag, const void* buf, size_t bytes,
+                                      const BufferMemory& memory, Request& req) {
+    return PLX_ERROR_UNSUPPORTED;
+  }
+  virtual plx_result_t post_recv_hmem(int peer, uint64_t tag, void* buf, size_t bytes,
+                                      const BufferMemory& memory, Request& req) {
+    return PLX_ERROR_UNSUPPORTED;
+  }
 };
 
 }  // namespace plexus::comm

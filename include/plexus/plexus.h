@@ -14,7 +14,8 @@
  *  - Nothing exits the process and no C++ exception crosses this ABI.
  *  - Collectives come in two forms. plx_allreduce() etc. are blocking: they return once the
  *    caller's output buffer holds the result. plx_iallreduce() etc. return at once with a
- *    request (plx_wait/plx_test); the buffers must stay valid and untouched until it completes.
+ *    request (plx_wait/plx_test/plx_waitall); the buffers must stay valid and untouched until it
+ *    completes.
  *    Operations on one communicator run in the order they were called, one at a time, on the
  *    communicator's progress thread (which sleeps on a condition variable when idle); operations
  *    on different communicators run concurrently.
@@ -26,30 +27,51 @@
  *  - Thread safety: distinct communicators may be used from distinct threads concurrently. One
  *    communicator must not be used by two threads at once (the order of its calls must be the
  *    same on every rank), except plx_comm_abort(), which may be called from any thread at any
- *    time (it is not async-signal-safe). plx_wait/plx_test may be called from any thread.
- *  - Device buffers and streams (blocking collectives and plx_send/plx_recv). `stream` is a
+ *    time (it is not async-signal-safe). plx_wait/plx_test/plx_waitall may be called from any
+ *    thread (one thread per request at a time).
+ *  - Device buffers and streams (every collective and plx_send/plx_recv; the non-blocking
+ *    forms take no stream, see below). `stream` is a
  *    `cudaStream_t` of the current device, or NULL. In a CUDA build every buffer may be device
  *    memory (cudaMalloc, as classified by cudaPointerGetAttributes), with a stream or with NULL
  *    (the legacy default stream). Completion is ordered on the stream: the call first waits for
  *    the work queued on the stream before it (cudaStreamSynchronize), and it returns once the
- *    result is written, so later work on the stream sees it. Device buffers go through pinned
- *    host staging kept per communicator (cudaMallocHost, grown to the largest call, freed by
- *    plx_comm_destroy) and the host algorithm; on a communicator whose ranks all share one host
- *    (with peer memory, see PLEXUS_SHM), plx_allreduce on device buffers instead reads its
- *    peers' device staging slots directly through CUDA IPC (docs/gpu.md). There, as NCCL
- *    requires, every rank must pass device buffers to the same plx_allreduce: a rank with host
- *    buffers facing ranks with device buffers gets PLX_ERROR_MISMATCH on every rank (with
- *    PLEXUS_CHECK_ARGS=0, a PLX_ERROR_TIMEOUT). The first such call is collective: it maps every
- *    peer's slots, once per communicator. Several ranks may share one GPU.
+ *    result is written, so later work on the stream sees it. Device buffers go one of three
+ *    ways (docs/gpu.md):
+ *    . CUDA IPC: on a communicator whose 2..16 ranks all share one host (with peer memory, see
+ *      PLEXUS_SHM), plx_allreduce, plx_reduce, plx_broadcast, plx_reduce_scatter and
+ *      plx_allgather read their peers' device staging slots directly (plx_comm_last_algorithm
+ *      says e.g. "reduce_scatter:cuda_ipc"). There, as NCCL requires, every rank must pass
+ *      device buffers to the same call: a rank with host buffers facing ranks with device
+ *      buffers gets PLX_ERROR_MISMATCH on every rank (with PLEXUS_CHECK_ARGS=0, a
+ *      PLX_ERROR_TIMEOUT). The first such call is collective: it maps every peer's slots, once
+ *      per communicator, on the current device (one device per communicator). Several ranks
+ *      may share one GPU.
+ *    . FI_HMEM: plx_send and plx_recv hand the device buffer to the libfabric provider when it
+ *      was opened with FI_HMEM (PLEXUS_FI_HMEM; EFA by default), "send:fi_hmem"/"recv:fi_hmem".
+ *    . Staged, for everything else: through pinned host staging kept per communicator
+ *      (cudaMallocHost, grown to the largest call, freed by plx_comm_destroy) and the host
+ *      algorithm. plx_allreduce, plx_reduce, plx_broadcast, plx_send and plx_recv of more than
+ *      two chunks (PLEXUS_CHUNK_BYTES, clamped to 64 KiB..16 MiB) are pipelined chunk by chunk
+ *      through a ring of three pinned slots, one host call per chunk: every rank must then make
+ *      the call blocking, outside a group, on device buffers too (else PLX_ERROR_MISMATCH; for
+ *      plx_send/plx_recv, which FI_HMEM sends as the same chunks, the pair does not match).
  *    Host, pinned host and managed memory are host memory: with a stream the call waits for the
  *    stream, then runs on them directly.
  *    Errors: PLX_ERROR_INVALID_ARGUMENT when device and host buffers are mixed in one call, a
  *    device buffer is on another GPU than the current one, or CUDA rejects the stream;
  *    PLX_ERROR_UNSUPPORTED for a non-NULL stream in a build without CUDA, on a machine where
  *    CUDA sees no device, or in a process that has not loaded the CUDA driver; for a device
- *    buffer in a build without CUDA (recognised when the process has loaded the driver); and
- *    for device buffers inside plx_group_start/plx_group_end or in the non-blocking forms
- *    (host buffers only). Each message names the function, the rank and the argument.
+ *    buffer in a build without CUDA (recognised when the process has loaded the driver). Each
+ *    message names the function, the rank and the argument.
+ *    Device buffers in the non-blocking forms and inside plx_group_start/plx_group_end: the call
+ *    copies what it reads into pinned host memory of its own (cudaMallocHost, one allocation
+ *    per call) and queues the host operation on those copies; when the request or the group
+ *    completes, the result is copied back to the device buffer and the pinned memory freed
+ *    (see "Non-blocking forms" and "Groups"). These calls never take CUDA IPC, FI_HMEM or the
+ *    pipeline and always make one host call of the whole count, so where a blocking call takes
+ *    CUDA IPC or is cut into chunks, every rank must make it in the same form (all blocking
+ *    outside a group, or all non-blocking/grouped): mixing them is PLX_ERROR_MISMATCH (for
+ *    plx_send/plx_recv: no match), as mixing host and device buffers there.
  *  - The algorithm is part of the signature: ranks must agree on PLEXUS_ALGO and
  *    plx_comm_set_algorithm, and the automatic choice is made from parameters that rank 0
  *    measured and shared, so every rank picks the same algorithm.
@@ -280,7 +302,8 @@ plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
  * Algorithms: binomial tree (pipelined in chunks) and ring (ring reduce-scatter, then the
  * segments gathered at the root; Rabenseifner 2004) and hierarchical (inside each host, then
  * along the root's lane across hosts) and shm (one host: the root reads its peers' slots of
- * the shared segment).
+ * the shared segment) and, for device buffers on one host, cuda_ipc (the shm steps on device
+ * slots mapped with CUDA IPC; docs/gpu.md).
  */
 plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
                         plx_datatype_t datatype, plx_red_op_t op, int root, plx_comm_t comm,
@@ -291,7 +314,8 @@ plx_result_t plx_reduce(const void* sendbuf, void* recvbuf, size_t count,
  * read only on the root (others may pass NULL); in place on the root when sendbuf == recvbuf.
  * Algorithms: binomial tree, pipelined chain, scatter then ring allgather (van de Geijn), and
  * hierarchical (across hosts along the root's lane, then inside each host) and shm (one host:
- * every rank copies from the root's slot of the shared segment).
+ * every rank copies from the root's slot of the shared segment) and, for device buffers on one
+ * host, cuda_ipc (the shm steps on device slots mapped with CUDA IPC; docs/gpu.md).
  */
 plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, int root, plx_comm_t comm, void* stream);
@@ -302,7 +326,8 @@ plx_result_t plx_broadcast(const void* sendbuf, void* recvbuf, size_t count,
  * recvbuf == sendbuf + r * recvcount elements.
  * Algorithms: ring (n-1 steps, pipelined), recursive_halving (Thakur et al. 2005) and
  * hierarchical (inside each host, then along lanes across hosts) and shm (one host: each rank
- * reduces its block from its peers' slots of the shared segment).
+ * reduces its block from its peers' slots of the shared segment) and, for device buffers on one
+ * host, cuda_ipc (the shm steps on device slots mapped with CUDA IPC; docs/gpu.md).
  */
 plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                 plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,
@@ -313,7 +338,9 @@ plx_result_t plx_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvc
  * j's sendbuf, on every rank. In place when sendbuf == recvbuf + r * sendcount elements.
  * Algorithms: ring (pipelined), bruck (Bruck et al., IEEE TPDS 8(11), 1997) and hierarchical
  * (along lanes across hosts, then inside each host; Traeff & Hunold's full-lane scheme) and
- * shm (one host: every rank copies its peers' blocks from the shared segment).
+ * shm (one host: every rank copies its peers' blocks from the shared segment) and, for device
+ * buffers on one host, cuda_ipc (the shm steps on device slots mapped with CUDA IPC;
+ * docs/gpu.md).
  */
 plx_result_t plx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
                            plx_datatype_t datatype, plx_comm_t comm, void* stream);
@@ -362,6 +389,11 @@ plx_result_t plx_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
  * plx_group_start() and plx_group_end(). PLX_ERROR_INVALID_ARGUMENT for a peer not in
  * 0..n-1 or a NULL buffer with count > 0. No signature is compared. As with MPI_Sendrecv, a
  * send's buffer must not overlap a receive's buffer of the same group (the result is undefined).
+ * Device buffers: a blocking call outside a group of more than two chunks (PLEXUS_CHUNK_BYTES,
+ * clamped to 64 KiB..16 MiB) goes as one message per chunk, staged or over FI_HMEM, so its peer
+ * must make the matching blocking call on device buffers too, outside a group; a peer passing
+ * host buffers, or a non-blocking or grouped call, expects one message and does not match.
+ * Up to two chunks every form sends one message.
  */
 plx_result_t plx_send(const void* sendbuf, size_t count, plx_datatype_t datatype, int peer,
                       plx_comm_t comm, void* stream);
@@ -392,8 +424,21 @@ plx_result_t plx_red_op_destroy(plx_red_op_t op, plx_comm_t comm);
  * Non-blocking forms. Each takes the arguments of its blocking form (less the stream) and
  * returns at once with *request set; the operation runs on the communicator's progress thread
  * in call order. Argument errors are returned at once (no request is made). The buffers must
- * not be touched until plx_wait() returns or plx_test() reports completion. Buffers must be
- * host memory (host, pinned or managed): a device buffer returns PLX_ERROR_UNSUPPORTED.
+ * not be touched until plx_wait() or plx_waitall() returns or plx_test() reports completion.
+ * Device buffers (a CUDA build; every buffer of the call on the current device, as for the
+ * blocking forms): having no stream, the call first waits for all earlier work of this process
+ * on the current device (cudaDeviceSynchronize), copies the bytes it reads into pinned host
+ * memory owned by this call, and queues the operation on the pinned copies before it returns;
+ * the completing call (plx_wait, plx_test reporting done, plx_waitall, or plx_group_end for a
+ * call inside a group) copies the result back to the device buffer (on the legacy default
+ * stream, waited for, with the call's device made current on the completing thread) and frees
+ * the pinned memory, so the result is in place on the device when it returns. A failure while
+ * staging is returned at once (no request is made; the pinned memory is freed); a failure of
+ * the copy back is the request's result (PLX_ERROR_SYSTEM or PLX_ERROR_INVALID_ARGUMENT with
+ * CUDA's error, naming the function, rank and recvbuf). After a failed operation nothing is
+ * copied back; its pinned memory is freed, except after a failure that may leave the transport
+ * writing into it (a timeout, a lost peer: not PLX_ERROR_ABORTED, PLX_ERROR_MISMATCH or an
+ * argument or usage error), where it is leaked on purpose, with a warning in the log.
  * ------------------------------------------------------------------------------------------ */
 typedef struct plx_request* plx_request_t;
 
@@ -428,15 +473,30 @@ plx_result_t plx_irecv(void* recvbuf, size_t count, plx_datatype_t datatype, int
                        plx_comm_t comm, plx_request_t* request);
 plx_result_t plx_ibarrier(plx_comm_t comm, plx_request_t* request);
 
-/* Waits for the request to finish, frees it, and returns the operation's result (with
- * plx_get_last_error() set on failure). The wait sleeps; it does not spin. A NULL request returns
- * PLX_ERROR_INVALID_ARGUMENT. The request is invalid afterwards. */
+/* Waits for the request to finish, completes it (a device buffer's copy back, see above), frees
+ * it, and returns the operation's result (with plx_get_last_error() set on failure). The wait
+ * sleeps; it does not spin. A NULL request returns PLX_ERROR_INVALID_ARGUMENT; a request of the
+ * still open group returns PLX_ERROR_INVALID_USAGE (call plx_group_end first). The request is
+ * invalid afterwards. */
 plx_result_t plx_wait(plx_request_t request);
 
-/* Never blocks. If the request has finished: frees it, sets *done = 1 and returns its result.
- * Otherwise sets *done = 0 and returns PLX_SUCCESS (the request stays valid).
- * PLX_ERROR_INVALID_ARGUMENT if request or done is NULL. */
+/* Never waits for the operation. If the request has finished: completes it (for device buffers
+ * this includes the copy back, a bounded wait for a device copy), frees it, sets *done = 1 and
+ * returns its result. Otherwise (still running, or being completed by another thread) sets
+ * *done = 0 and returns PLX_SUCCESS (the request stays valid). PLX_ERROR_INVALID_ARGUMENT if
+ * request or done is NULL. */
 plx_result_t plx_test(plx_request_t request, int* done);
+
+/* plx_wait on each of requests[0..count-1] in order (count is a number of requests; 0 returns
+ * PLX_SUCCESS at once, and requests may then be NULL): every non-NULL request is completed
+ * (for device buffers, its copy back) and freed and its entry set to NULL (NULL entries are
+ * skipped), even after an earlier one failed. Returns PLX_SUCCESS, or the first failure, with
+ * a message "plx_waitall: requests[i]: ...". PLX_ERROR_INVALID_ARGUMENT if requests is NULL with
+ * count > 0 or a request appears twice in it; PLX_ERROR_INVALID_USAGE if a request belongs to
+ * the still open group (in both refusals nothing is waited for or freed). Thread safety: as
+ * plx_wait, any thread may call it, but no other thread may wait on or test any of these
+ * requests meanwhile. The array stays the caller's. */
+plx_result_t plx_waitall(size_t count, plx_request_t* requests);
 
 /* ------------------------------------------------------------------------------------------
  * Groups, as NCCL's ncclGroupStart/ncclGroupEnd: between plx_group_start() and the matching
@@ -445,8 +505,15 @@ plx_result_t plx_test(plx_request_t request, int* done);
  * queued send and receive of each communicator at once, runs the queued collectives of each
  * communicator in order (communicators concurrently), and returns when all are done, with the
  * first failure. Non-blocking calls in a group return requests that finish with the group.
- * Calls in a group take host buffers (a device buffer returns PLX_ERROR_UNSUPPORTED); a
- * stream passed in a group is waited for when the call is queued.
+ * A stream passed in a group is waited for when the call is queued. Device buffers (a CUDA
+ * build) are taken as in the non-blocking forms: when queued, the call waits for its stream
+ * (a non-blocking call: for the device), copies what it reads into pinned memory of its own and
+ * queues the operation on it; plx_group_end, once the operations have run, copies each result
+ * back to its device buffer, in call order, on the call's stream (the legacy default stream for
+ * a non-blocking call; waited for), and frees the pinned memory, so the results are in place
+ * when it returns; a failed copy back is its result (and that of the call's request, if any).
+ * A non-NULL stream in a build or process without CUDA is still PLX_ERROR_UNSUPPORTED, inside a
+ * group too.
  * Groups nest; only the outermost plx_group_end() runs them. plx_group_end() without a start is
  * PLX_ERROR_INVALID_USAGE. plx_comm_split, plx_comm_destroy and plx_comm_abort may not be called
  * inside a group (PLX_ERROR_INVALID_USAGE).

@@ -50,6 +50,11 @@ int main(void) {
   expect(plx_broadcast(NULL, NULL, 0, PLX_INT8, 0, NULL, NULL) == PLX_ERROR_INVALID_ARGUMENT,
          "broadcast on NULL comm");
   expect(plx_barrier(NULL) == PLX_ERROR_INVALID_ARGUMENT, "barrier on NULL comm");
+  expect(plx_waitall(0, NULL) == PLX_SUCCESS, "plx_waitall of no requests");
+  expect(plx_waitall(1, NULL) == PLX_ERROR_INVALID_ARGUMENT, "plx_waitall(1, NULL)");
+  expect(strncmp(plx_get_last_error(NULL), "plx_waitall: ", 13) == 0 &&
+             strstr(plx_get_last_error(NULL), "requests") != NULL,
+         "plx_waitall(1, NULL) message names requests");
   expect(plx_comm_destroy(NULL) == PLX_SUCCESS, "destroy NULL");
   expect(plx_comm_abort(NULL) == PLX_SUCCESS, "abort NULL");
   for (type = PLX_INT8; type < PLX_NUM_DATATYPES; type = (plx_datatype_t)(type + 1)) {

@@ -10,11 +10,17 @@
 //   cuda_ipc (default peer memory): allreduce of every datatype with sum, avg and max at counts
 //     0, 1 and 1000003, inputs written on the stream just before the call and results read on it
 //     after (the stream order is what is tested), plx_comm_last_algorithm "allreduce:cuda_ipc";
-//     in place; a pre-multiplied sum; then reduce, broadcast, reduce_scatter, allgather,
-//     alltoall, alltoallv, gather, scatter and send/recv on device buffers (the staged path),
-//     each against its closed form; host buffers with a stream, managed buffers with NULL;
-//     the errors: host and device buffers mixed, device buffers in a non-blocking call or a group.
-//   staged (PLEXUS_SHM=0): the same calls through pinned host staging, never cuda_ipc.
+//     in place; a pre-multiplied sum; reduce, broadcast, reduce_scatter and allgather of every
+//     datatype (sum, avg and max for the reductions) at counts 1, 17 and 300007 per block (many
+//     pieces, a short last one, never a multiple of a part), in place and not, with roots that
+//     change with the count, a pre-multiplied sum for reduce and reduce_scatter, each required
+//     to run as "<collective>:cuda_ipc"; then reduce, broadcast, reduce_scatter, allgather,
+//     alltoall, alltoallv, gather, scatter and send/recv on device buffers once more (the last
+//     five staged), each against its closed form; host buffers with a stream, managed buffers
+//     with NULL; the errors: host and device buffers mixed (blocking, in a non-blocking call, in
+//     a group).
+//   staged (PLEXUS_SHM=0): the same calls through pinned host staging, never cuda_ipc, with the
+//     same results.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <limits.h>
@@ -106,10 +112,26 @@ class Rank {
   }
 
   void allreduce_cases(bool expect_ipc);
+  void ipc_collective_cases(bool expect_ipc);
   void other_collectives();
   void host_kinds();
   void errors();
   int failures() const { return failures_; }
+  // The call just made ran as "<collective>:cuda_ipc" exactly when expect_ipc.
+  void expect_path(const std::string& what, const std::string& collective, bool expect_ipc) {
+    const char* algorithm = "";
+    plx_comm_last_algorithm(comm_, &algorithm);
+    if ((std::string(algorithm) == collective + ":cuda_ipc") != expect_ipc) {
+      fail(what + ": ran as " + algorithm);
+    }
+  }
+  // Checks count elements at dev (read on the stream) against a periodic pattern.
+  void check_device(const std::string& what, const void* dev, size_t count, plx_datatype_t dt,
+                    const std::vector<unsigned char>& pattern) {
+    const auto got = get(dev, count * plx_datatype_size(dt));
+    const std::string why = check_periodic(got.data(), count, dt, pattern);
+    if (!why.empty()) fail(what + ": " + why);
+  }
 
  private:
   int r_, n_;
@@ -171,6 +193,117 @@ void Rank::allreduce_cases(bool expect_ipc) {
     }
     const std::string why = check_periodic(got.data(), kBig, PLX_FLOAT32, doubled);
     if (!why.empty()) fail("premul allreduce: " + why);
+  }
+  plx_red_op_destroy(premul, comm_);
+}
+
+// A periodic pattern of float32 values, each doubled (a pre-multiplied sum with scalar 2).
+std::vector<unsigned char> doubled_float32(const std::vector<unsigned char>& pattern) {
+  std::vector<unsigned char> out(pattern.size());
+  for (size_t i = 0; i < pattern.size(); i += 4) {
+    float v;
+    std::memcpy(&v, &pattern[i], 4);
+    v *= 2;
+    std::memcpy(&out[i], &v, 4);
+  }
+  return out;
+}
+
+// reduce, reduce_scatter, broadcast and allgather: the calls with a CUDA IPC path besides
+// allreduce (comm/device/ipc_schedule.h). Per block, 300007 elements of every datatype cross
+// several 256 KiB slot pieces (PLEXUS_CHUNK_BYTES=65536) and end on a short one.
+void Rank::ipc_collective_cases(bool expect_ipc) {
+  constexpr size_t kBlock = 300007;
+  const size_t n = static_cast<size_t>(n_), r = static_cast<size_t>(r_);
+  DeviceBytes send(kBlock * n * 8), recv(kBlock * n * 8);
+  if (!send.ptr || !recv.ptr) {
+    fail("cudaMalloc of the IPC collective buffers");
+    return;
+  }
+  for (int d = 0; d < PLX_NUM_DATATYPES; ++d) {
+    const auto dt = static_cast<plx_datatype_t>(d);
+    const size_t elem = plx_datatype_size(dt);
+    for (size_t count : {size_t{1}, size_t{17}, kBlock}) {
+      const int root = static_cast<int>(count % n);
+      for (bool in_place : {false, true}) {
+        if (in_place && count != kBlock) continue;
+        const std::string how = std::string(" ") + datatype_name(dt) + " count " +
+                                std::to_string(count) + " root " + std::to_string(root) +
+                                (in_place ? " in place" : "");
+        for (plx_red_op_t op : {PLX_SUM, PLX_AVG, PLX_MAX}) {
+          const std::string with = how + " " + op_name(op);
+          const auto input = input_pattern(op, dt, r_);
+          const auto expected = expected_pattern(op, dt, n_);
+          // reduce to the root; in place, the root's recvbuf is its sendbuf
+          std::vector<unsigned char> in(count * elem);
+          fill_periodic(in.data(), count, elem, input);
+          void* out = in_place && r_ == root ? send.ptr : recv.ptr;
+          if (!put(send.ptr, in) || !poison(recv.ptr, count * elem)) return;
+          if (ok(plx_reduce(send.ptr, out, count, dt, op, root, comm_, stream_),
+                 "reduce" + with)) {
+            if (r_ == root) check_device("reduce" + with, out, count, dt, expected);
+            expect_path("reduce" + with, "reduce", expect_ipc);
+          }
+          // reduce_scatter: block r of n; in place, recvbuf is block r of sendbuf
+          std::vector<unsigned char> all(n * count * elem);
+          fill_periodic(all.data(), n * count, elem, input);
+          void* block = in_place ? static_cast<void*>(send.at(r * count * elem)) : recv.ptr;
+          if (!put(send.ptr, all) || (!in_place && !poison(recv.ptr, count * elem))) return;
+          if (ok(plx_reduce_scatter(send.ptr, block, count, dt, op, comm_, stream_),
+                 "reduce_scatter" + with)) {
+            check_device("reduce_scatter" + with, block, count, dt,
+                         shifted(expected, elem, (r * count) % input_period(op)));
+            expect_path("reduce_scatter" + with, "reduce_scatter", expect_ipc);
+          }
+        }
+        // broadcast from the root; in place, every rank passes one buffer
+        std::vector<unsigned char> payload(count * elem);
+        fill_periodic(payload.data(), count, elem, broadcast_pattern(dt, root));
+        void* bout = in_place ? send.ptr : recv.ptr;
+        if (!poison(send.ptr, count * elem) || !poison(recv.ptr, count * elem)) return;
+        if (r_ == root && !put(send.ptr, payload)) return;
+        if (ok(plx_broadcast(send.ptr, bout, count, dt, root, comm_, stream_),
+               "broadcast" + how)) {
+          check_device("broadcast" + how, bout, count, dt, broadcast_pattern(dt, root));
+          expect_path("broadcast" + how, "broadcast", expect_ipc);
+        }
+        // allgather: block q of every rank is rank q's broadcast_pattern; in place, sendbuf is
+        // block r of recvbuf
+        std::vector<unsigned char> mine(count * elem);
+        fill_periodic(mine.data(), count, elem, broadcast_pattern(dt, r_));
+        const void* gin = in_place ? static_cast<void*>(recv.at(r * count * elem)) : send.ptr;
+        if (!poison(recv.ptr, n * count * elem) || !put(const_cast<void*>(gin), mine)) return;
+        if (ok(plx_allgather(gin, recv.ptr, count, dt, comm_, stream_), "allgather" + how)) {
+          for (int q = 0; q < n_; ++q) {
+            check_device("allgather" + how + " block " + std::to_string(q),
+                         recv.at(static_cast<size_t>(q) * count * elem), count, dt,
+                         broadcast_pattern(dt, q));
+          }
+          expect_path("allgather" + how, "allgather", expect_ipc);
+        }
+      }
+    }
+  }
+  // Pre-multiplied sums (scalar 2) in reduce and reduce_scatter.
+  plx_red_op_t premul;
+  const float two = 2.0f;
+  if (!ok(plx_red_op_create_premul_sum(&premul, &two, PLX_FLOAT32, comm_), "premul create")) return;
+  const auto input = input_pattern(PLX_SUM, PLX_FLOAT32, r_);
+  const auto twice = doubled_float32(expected_pattern(PLX_SUM, PLX_FLOAT32, n_));
+  std::vector<unsigned char> all(n * kBlock * 4);
+  fill_periodic(all.data(), n * kBlock, 4, input);
+  if (put(send.ptr, all) && poison(recv.ptr, kBlock * 4) &&
+      ok(plx_reduce(send.ptr, recv.ptr, kBlock, PLX_FLOAT32, premul, 0, comm_, stream_),
+         "premul reduce")) {
+    if (r_ == 0) check_device("premul reduce", recv.ptr, kBlock, PLX_FLOAT32, twice);
+    expect_path("premul reduce", "reduce", expect_ipc);
+  }
+  if (put(send.ptr, all) && poison(recv.ptr, kBlock * 4) &&
+      ok(plx_reduce_scatter(send.ptr, recv.ptr, kBlock, PLX_FLOAT32, premul, comm_, stream_),
+         "premul reduce_scatter")) {
+    check_device("premul reduce_scatter", recv.ptr, kBlock, PLX_FLOAT32,
+                 shifted(twice, 4, (r * kBlock) % input_period(PLX_SUM)));
+    expect_path("premul reduce_scatter", "reduce_scatter", expect_ipc);
   }
   plx_red_op_destroy(premul, comm_);
 }
@@ -338,15 +471,17 @@ void Rank::errors() {
   expect_error(plx_broadcast(dev.ptr, host.data(), 5, PLX_INT32, r_, comm_, nullptr),
                PLX_ERROR_INVALID_ARGUMENT, "plx_broadcast: " + r + "sendbuf ",
                "is device memory but recvbuf");
-  // Non-blocking forms and groups take host buffers only.
+  // Non-blocking forms and groups take device buffers (tests/comm/device_async_test.cpp); mixed
+  // kinds are refused there too, before anything is queued.
   plx_request_t request = nullptr;
-  expect_error(plx_iallreduce(dev.ptr, dev.ptr, 5, PLX_INT32, PLX_SUM, comm_, &request),
-               PLX_ERROR_UNSUPPORTED, "plx_iallreduce: " + r + "sendbuf ",
-               "is device memory in a non-blocking call");
+  expect_error(plx_iallreduce(host.data(), dev.ptr, 5, PLX_INT32, PLX_SUM, comm_, &request),
+               PLX_ERROR_INVALID_ARGUMENT, "plx_iallreduce: " + r + "sendbuf ",
+               "is host memory but recvbuf");
   if (request != nullptr) fail("a refused plx_iallreduce wrote its request");
   ok(plx_group_start(), "plx_group_start");
-  expect_error(plx_send(dev.ptr, 5, PLX_INT32, (r_ + 1) % n_, comm_, stream_),
-               PLX_ERROR_UNSUPPORTED, "plx_send: " + r + "device buffers inside ", "group");
+  expect_error(plx_allreduce(dev.ptr, host.data(), 5, PLX_INT32, PLX_SUM, comm_, stream_),
+               PLX_ERROR_INVALID_ARGUMENT, "plx_allreduce: " + r + "sendbuf ",
+               "is device memory but recvbuf");
   ok(plx_group_end(), "plx_group_end of an empty group");
   // The communicator is still usable: one more allreduce on device buffers.
   std::vector<unsigned char> input(5 * 4);
@@ -376,6 +511,7 @@ int rank_main(bool expect_ipc) {
   if (!why.empty()) return rank_failure(rank, why);
   Rank me(rank, n, comm, stream);
   me.allreduce_cases(expect_ipc);
+  me.ipc_collective_cases(expect_ipc);
   me.other_collectives();
   me.host_kinds();
   me.errors();

@@ -49,6 +49,26 @@ struct OfiTransport::SplitOp {
 plx_result_t OfiTransport::open(InfoPtr info, int rank, int size, int timeout_ms,
                                 size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
                                 std::unique_ptr<OfiTransport>* out) {
+  if ((info->caps & FI_HMEM) == 0 || info->next == nullptr) {
+    return open_entry(std::move(info), rank, size, timeout_ms, max_msg_bytes, std::move(async),
+                      out);
+  }
+  InfoPtr plain(info->next);  // select_provider's entry without FI_HMEM
+  info->next = nullptr;
+  if (open_entry(std::move(info), rank, size, timeout_ms, max_msg_bytes, async, out) ==
+      PLX_SUCCESS) {
+    return PLX_SUCCESS;
+  }
+  log_message(LogLevel::Info, "opening the provider with FI_HMEM failed ({}); opening it without",
+              last_error());
+  clear_error();
+  return open_entry(std::move(plain), rank, size, timeout_ms, max_msg_bytes, std::move(async),
+                    out);
+}
+
+plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int timeout_ms,
+                                      size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
+                                      std::unique_ptr<OfiTransport>* out) {
   std::unique_ptr<OfiTransport> transport(new OfiTransport());
   transport->rank_ = rank;
   transport->size_ = size;
@@ -60,9 +80,12 @@ plx_result_t OfiTransport::open(InfoPtr info, int rank, int size, int timeout_ms
   const size_t provider_max = transport->fabric_->max_msg_bytes();
   transport->max_msg_bytes_ =
       max_msg_bytes > 0 ? std::min(max_msg_bytes, provider_max) : provider_max;
-  log_message(LogLevel::Info, "transport {} open: address {} bytes, max message {} bytes",
+  transport->hmem_ = (transport->fabric_->info().caps & FI_HMEM) != 0;
+  transport->registrations_ = RegistrationCache(RegistrationCache::kDefaultCapacity,
+                                                domain_registrar(transport->fabric_->domain()));
+  log_message(LogLevel::Info, "transport {} open: address {} bytes, max message {} bytes{}",
               transport->fabric_->provider_name(), transport->endpoint_->name().size(),
-              transport->max_msg_bytes_);
+              transport->max_msg_bytes_, transport->hmem_ ? ", FI_HMEM" : "");
   *out = std::move(transport);
   return PLX_SUCCESS;
 }
@@ -77,6 +100,9 @@ OfiTransport::~OfiTransport() {
     // peer's connection, and tcp;ofi_rxm has been seen to crash in fi_close then. The
     // communicator is being thrown away after a failure, so leak the provider objects rather
     // than close them (shm regions left behind are removed by the next process's shm probe).
+    // Registrations too: an operation still posted may be using one.
+    for (auto& [req, registration] : registrations_in_use_) registration->abandon();
+    registrations_.abandon_all();
     (void)endpoint_.release();
     (void)cq_.release();
     (void)fabric_.release();
@@ -119,7 +145,7 @@ plx_result_t OfiTransport::post_recv(int peer, uint64_t tag, void* buf, size_t b
 }
 
 plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
-                                Request& req) {
+                                Request& req, void* desc) {
   const char* what = is_send ? "post_send" : "post_recv";
   if (failure_ != PLX_SUCCESS) return sticky_failure();
   // A peer known lost (or an abort): fail before touching the provider, whose connection state
@@ -139,7 +165,7 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
   req.peer = peer;
   req.bytes = bytes;
   log_message(LogLevel::Trace, "{} peer {} tag {:#x} {} bytes", what, peer, tag, bytes);
-  if (bytes <= max_msg_bytes_) return post_one(is_send, peer, tag, buf, bytes, req.opaque);
+  if (bytes <= max_msg_bytes_) return post_one(is_send, peer, tag, buf, bytes, req.opaque, desc);
 
   const size_t parts = (bytes + max_msg_bytes_ - 1) / max_msg_bytes_;
   if (parts > kMaxParts) {
@@ -166,19 +192,18 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
     const size_t offset = i * max_msg_bytes_;
     const size_t part_bytes = std::min(max_msg_bytes_, bytes - offset);
     PLX_CHECK(post_one(is_send, peer, tag | (static_cast<uint64_t>(i) << kPartShift),
-                       base + offset, part_bytes, &raw->contexts[i]));
+                       base + offset, part_bytes, &raw->contexts[i], desc));
   }
   return PLX_SUCCESS;
 }
 
 plx_result_t OfiTransport::post_one(bool is_send, int peer, uint64_t tag, void* buf,
-                                    size_t bytes, void* context) {
+                                    size_t bytes, void* context, void* desc) {
   const auto start = Clock::now();
   while (true) {
     const ssize_t ret =
-        is_send ? fi_tsend(endpoint_->ep(), buf, bytes, nullptr, endpoint_->peer(peer), tag,
-                           context)
-                : fi_trecv(endpoint_->ep(), buf, bytes, nullptr, endpoint_->peer(peer), tag, 0,
+        is_send ? fi_tsend(endpoint_->ep(), buf, bytes, desc, endpoint_->peer(peer), tag, context)
+                : fi_trecv(endpoint_->ep(), buf, bytes, desc, endpoint_->peer(peer), tag, 0,
                            context);
     if (ret == 0) return PLX_SUCCESS;
     if (ret != -FI_EAGAIN) {
@@ -235,7 +260,7 @@ void OfiTransport::complete(const Completion& completion) {
   if (!req) req = reinterpret_cast<Request*>(completion.context);
   if (completion.result != PLX_SUCCESS) {
     req->result = completion.result;
-    req->done = true;
+    req->done = true;  // a registration it used stays held: other parts may still be posted
     fail(completion.result, fmt::format("rank {}: {} rank {}: {}", rank_,
                                         completion.is_send ? "send to" : "receive from",
                                         req->peer, completion.error));
@@ -243,6 +268,7 @@ void OfiTransport::complete(const Completion& completion) {
   }
   if (finished) {
     req->done = true;
+    release_registration(req);
     log_message(LogLevel::Trace, "{} rank {} complete ({} bytes)",
                 completion.is_send ? "send to" : "receive from", req->peer, req->bytes);
   }

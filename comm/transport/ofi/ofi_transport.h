@@ -11,8 +11,15 @@
 // checks the abort flag and the liveness state (AsyncState). The first failure (a provider
 // error, a lost peer, abort, timeout) is sticky: the transport stops touching the provider and
 // every later call returns the same error, since the communicator must be rebuilt anyway.
+//
+// FI_HMEM (ofi_transport_hmem.cpp): when the provider was opened with FI_HMEM (provider_select.h
+// asks for it), post_send_hmem / post_recv_hmem register the buffer's memory through a bounded
+// RegistrationCache (registration_cache.h) and pass the descriptor to fi_tsend / fi_trecv. A
+// failed registration turns hmem_supported() off for that memory space on this transport.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -23,6 +30,7 @@
 #include "comm/transport/ofi/completion_queue.h"
 #include "comm/transport/ofi/endpoint.h"
 #include "comm/transport/ofi/fabric.h"
+#include "comm/transport/ofi/registration_cache.h"
 #include "comm/transport/transport.h"
 
 namespace plexus::comm::ofi {
@@ -30,7 +38,8 @@ namespace plexus::comm::ofi {
 class OfiTransport final : public Transport {
  public:
   // Opens fabric, domain, completion queue and endpoint for `info` (ownership taken).
-  // max_msg_bytes == 0 uses the provider's limit.
+  // max_msg_bytes == 0 uses the provider's limit. When `info` is an FI_HMEM entry with another
+  // entry chained after it (select_provider) and it fails to open, the next entry is opened.
   static plx_result_t open(InfoPtr info, int rank, int size, int timeout_ms,
                            size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
                            std::unique_ptr<OfiTransport>* out);
@@ -58,14 +67,35 @@ class OfiTransport final : public Transport {
   // ranks finish). Does nothing once the transport has failed. Never blocks.
   void poll_once() override;
 
+  // FI_HMEM (ofi_transport_hmem.cpp; see transport.h).
+  bool hmem_supported(MemorySpace space) const override;
+  plx_result_t post_send_hmem(int peer, uint64_t tag, const void* buf, size_t bytes,
+                              const BufferMemory& memory, Request& req) override;
+  plx_result_t post_recv_hmem(int peer, uint64_t tag, void* buf, size_t bytes,
+                              const BufferMemory& memory, Request& req) override;
+  // Whether the provider was opened with FI_HMEM.
+  bool hmem() const { return hmem_; }
+  // The registration cache's counters (tests).
+  const RegistrationStats& registration_stats() const { return registrations_.stats(); }
+
  private:
   struct SplitOp;
   OfiTransport() = default;
+  // open() for one entry.
+  static plx_result_t open_entry(InfoPtr info, int rank, int size, int timeout_ms,
+                                 size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
+                                 std::unique_ptr<OfiTransport>* out);
 
-  plx_result_t post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes, Request& req);
+  // `desc`: the memory descriptor of buf (fi_mr_desc), or nullptr for unregistered host memory.
+  plx_result_t post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes, Request& req,
+                    void* desc = nullptr);
   // Posts one fi_tsend/fi_trecv, retrying FI_EAGAIN with progress until the timeout.
   plx_result_t post_one(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
-                        void* context);
+                        void* context, void* desc);
+  plx_result_t post_hmem(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
+                         const BufferMemory& memory, Request& req);
+  // A request has completed: the registration its operation held is released.
+  void release_registration(Request* req);
   // Reads the completion queue until it is empty; *completed counts finished operations.
   plx_result_t progress(size_t* completed);
   void complete(const Completion& completion);
@@ -89,6 +119,12 @@ class OfiTransport final : public Transport {
   // Contexts of the parts of split messages -> their operation (empty almost always).
   std::unordered_map<void*, SplitOp*> split_parts_;
   std::unordered_map<SplitOp*, std::unique_ptr<SplitOp>> split_ops_;
+  // FI_HMEM. Declared after the provider objects, so the registrations close before them.
+  bool hmem_ = false;
+  std::array<std::atomic<bool>, 2> hmem_failed_{};  // per MemorySpace: a registration failed
+  RegistrationCache registrations_{RegistrationCache::kDefaultCapacity, nullptr};
+  // Posted operations on registered memory -> the registration they use (empty almost always).
+  std::unordered_map<Request*, std::shared_ptr<Registration>> registrations_in_use_;
 };
 
 }  // namespace plexus::comm::ofi

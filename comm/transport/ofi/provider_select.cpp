@@ -100,7 +100,99 @@ int get_info(const std::string& provider, InfoPtr* out) {
   return 0;
 }
 
+bool same_name(const char* a, const char* b) {
+  return (a == nullptr && b == nullptr) || (a != nullptr && b != nullptr && std::strcmp(a, b) == 0);
+}
+
+bool same_source(const fi_info* a, const fi_info* b) {
+  return a->src_addrlen == b->src_addrlen &&
+         (a->src_addrlen == 0 || std::memcmp(a->src_addr, b->src_addr, a->src_addrlen) == 0);
+}
+
+plx_result_t choose_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
+                             InfoPtr* out);
+
+// What `hmem` offers host messages less than `plain` does ("" when nothing): shm of libfabric
+// 1.17 has no inject protocol in its FI_HMEM entry, so a rank posting many sends before their
+// receives (a group) stalls where the plain entry buffers them.
+std::string host_cost(const fi_info& hmem, const fi_info& plain) {
+  std::string cost;
+  const auto less = [&](const char* what, size_t with, size_t without) {
+    if (with < without) cost += fmt::format("{}{} {} < {}", cost.empty() ? "" : ", ", what, with,
+                                            without);
+  };
+  if (hmem.tx_attr && plain.tx_attr) {
+    less("inject_size", hmem.tx_attr->inject_size, plain.tx_attr->inject_size);
+    less("tx size", hmem.tx_attr->size, plain.tx_attr->size);
+  }
+  if (hmem.rx_attr && plain.rx_attr) less("rx size", hmem.rx_attr->size, plain.rx_attr->size);
+  if (hmem.ep_attr && plain.ep_attr) {
+    less("max_msg_size", hmem.ep_attr->max_msg_size, plain.ep_attr->max_msg_size);
+  }
+  return cost;
+}
+
 }  // namespace
+
+InfoPtr hmem_variant(const fi_info& chosen) {
+  if ((chosen.caps & FI_HMEM) != 0) return InfoPtr(fi_dupinfo(&chosen));
+  const char* provider = chosen.fabric_attr ? chosen.fabric_attr->prov_name : nullptr;
+  if (provider == nullptr) return nullptr;
+  const char* domain = chosen.domain_attr ? chosen.domain_attr->name : nullptr;
+  InfoPtr hints = make_hints(provider);
+  hints->caps |= FI_HMEM;
+  hints->domain_attr->mr_mode |= FI_MR_HMEM;
+  hints->addr_format = chosen.addr_format;
+  if (domain != nullptr) hints->domain_attr->name = strdup(domain);
+  fi_info* list = nullptr;
+  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0) return nullptr;
+  InfoPtr owned(list);
+  const fi_info* match = nullptr;
+  for (const fi_info* info = list; info; info = info->next) {
+    if ((info->caps & FI_HMEM) == 0 || info->addr_format != chosen.addr_format ||
+        !same_name(info->fabric_attr ? info->fabric_attr->prov_name : nullptr, provider) ||
+        !same_name(info->domain_attr ? info->domain_attr->name : nullptr, domain)) {
+      continue;
+    }
+    if (match == nullptr) match = info;
+    if (same_source(info, &chosen)) {
+      match = info;
+      break;
+    }
+  }
+  return match ? InfoPtr(fi_dupinfo(match)) : nullptr;
+}
+
+plx_result_t select_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
+                             InfoPtr* out) {
+  std::optional<int64_t> hmem;
+  if (config_integer("PLEXUS_FI_HMEM", 0, 2, &hmem) != PLX_SUCCESS) {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT, fmt::format("rank {}: {}", rank, last_error()));
+  }
+  InfoPtr chosen;
+  PLX_CHECK(choose_provider(rank, all_ranks_on_this_host, shm_ok_everywhere, &chosen));
+  const char* provider = chosen->fabric_attr->prov_name;
+  const int64_t mode = hmem.value_or(1);
+  InfoPtr with_hmem = mode == 0 ? nullptr : hmem_variant(*chosen);
+  const std::string cost = with_hmem ? host_cost(*with_hmem, *chosen) : std::string();
+  if (mode == 0) {
+    log_message(LogLevel::Info, "provider {}: FI_HMEM not asked for (PLEXUS_FI_HMEM=0)",
+                provider);
+  } else if (!with_hmem) {
+    log_message(LogLevel::Info, "provider {}: no FI_HMEM (device buffers are staged through "
+                "host memory)", provider);
+  } else if (mode == 1 && !cost.empty()) {
+    log_message(LogLevel::Info, "provider {}: its FI_HMEM entry offers host messages less ({}); "
+                "not used (PLEXUS_FI_HMEM=2 uses it)", provider, cost);
+  } else {
+    log_message(LogLevel::Info, "provider {}: with FI_HMEM (device buffers of plx_send/plx_recv "
+                "go to the provider){}", provider, cost.empty() ? "" : "; host messages: " + cost);
+    with_hmem->next = chosen.release();  // opened instead should the FI_HMEM entry fail to open
+    chosen = std::move(with_hmem);
+  }
+  *out = std::move(chosen);
+  return PLX_SUCCESS;
+}
 
 InfoPtr make_hints(const std::string& provider) {
   InfoPtr hints(fi_allocinfo());
@@ -113,7 +205,10 @@ InfoPtr make_hints(const std::string& provider) {
   return hints;
 }
 
-plx_result_t select_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
+namespace {
+
+// The provider choice of provider_select.h, before FI_HMEM is asked for.
+plx_result_t choose_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
                              InfoPtr* out) {
   if (auto forced = config_string("PLEXUS_FI_PROVIDER")) {
     InfoPtr list;
@@ -153,5 +248,7 @@ plx_result_t select_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_
               (*out)->domain_attr->name ? (*out)->domain_attr->name : "?");
   return PLX_SUCCESS;
 }
+
+}  // namespace
 
 }  // namespace plexus::comm::ofi
