@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "plexus/plexus.h"
+#include "tests/comm/device_rank.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/gpu_available.h"
 #include "tests/support/multiprocess.h"
@@ -58,37 +59,12 @@ std::vector<int32_t> values(int q, size_t count) {
   return out;
 }
 
-// cudaMalloc'ed bytes, freed on destruction.
-struct DeviceBytes {
-  explicit DeviceBytes(size_t bytes) {
-    if (cudaMalloc(&ptr, bytes == 0 ? 1 : bytes) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBytes() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  int32_t* at(size_t element = 0) const { return static_cast<int32_t*>(ptr) + element; }
-  void* ptr = nullptr;
-};
-
-class Rank {
+// put, poison and get in int32 elements, and get waits for the whole device: the non-blocking
+// calls under test copy back on the legacy stream, not the rank's.
+class Rank : public DeviceRank {
  public:
-  Rank(int rank, int n, plx_comm_t comm, cudaStream_t stream)
-      : r_(rank), n_(n), comm_(comm), stream_(stream) {}
+  using DeviceRank::DeviceRank;
 
-  bool fail(const std::string& what) {
-    if (failures_++ < 10) rank_failure(r_, what);
-    return false;
-  }
-  bool ok(plx_result_t rc, const std::string& what) {
-    if (rc == PLX_SUCCESS) return true;
-    return fail(what + ": " + plx_get_error_string(rc) + ": " + plx_get_last_error(nullptr));
-  }
-  bool cuda(cudaError_t err, const std::string& what) {
-    if (err == cudaSuccess) return true;
-    return fail(what + ": " + cudaGetErrorName(err));
-  }
   // Writes values on the rank's stream WITHOUT waiting: the call must.
   bool put(int32_t* dst, const std::vector<int32_t>& src) {
     staged_.push_back(src);  // the source must outlive the asynchronous copy
@@ -126,13 +102,8 @@ class Rank {
   void in_flight();
   void groups();
   void errors();
-  int failures() const { return failures_; }
 
  private:
-  int r_, n_;
-  plx_comm_t comm_;
-  cudaStream_t stream_;
-  int failures_ = 0;
   std::vector<std::vector<int32_t>> staged_;
 };
 
@@ -145,7 +116,7 @@ void Rank::nonblocking_cases() {
   const auto sum = [&](size_t i) { return sum_value(n_, i); };
   for (size_t count : {size_t{0}, size_t{1}, kBig}) {
     const std::string what = "iallreduce count " + std::to_string(count);
-    if (!put(send.at(), values(r_, count)) || !poison(recv.at(), count)) return;
+    if (!put(send.int32_at(), values(r_, count)) || !poison(recv.int32_at(), count)) return;
     plx_request_t request = nullptr;
     if (!ok(plx_iallreduce(send.ptr, recv.ptr, count, PLX_INT32, PLX_SUM, comm_, &request),
             what)) {
@@ -155,35 +126,35 @@ void Rank::nonblocking_cases() {
       // The operation has run once a blocking call after it returns; recvbuf is still poison.
       ok(plx_barrier(comm_), "plx_barrier");
       const int32_t poisoned = static_cast<int32_t>(0xeeeeeeeeu);
-      check(what + " before plx_wait", recv.at(), count, [&](size_t) { return poisoned; });
+      check(what + " before plx_wait", recv.int32_at(), count, [&](size_t) { return poisoned; });
     }
-    if (ok(plx_wait(request), what + ": plx_wait")) check(what, recv.at(), count, sum);
+    if (ok(plx_wait(request), what + ": plx_wait")) check(what, recv.int32_at(), count, sum);
   }
   // In place.
-  if (put(send.at(), values(r_, kBig))) {
+  if (put(send.int32_at(), values(r_, kBig))) {
     plx_request_t request = nullptr;
     if (ok(plx_iallreduce(send.ptr, send.ptr, kBig, PLX_INT32, PLX_SUM, comm_, &request),
            "iallreduce in place") &&
         ok(plx_wait(request), "iallreduce in place: plx_wait")) {
-      check("iallreduce in place", send.at(), kBig, sum);
+      check("iallreduce in place", send.int32_at(), kBig, sum);
     }
   }
   // Allgather, then in place (sendbuf = block r of recvbuf).
   const size_t c = 100003;
   const auto gathered = [&](size_t i) { return value(static_cast<int>(i / c), i % c); };
-  if (put(send.at(), values(r_, c)) && poison(recv.at(), c * n_)) {
+  if (put(send.int32_at(), values(r_, c)) && poison(recv.int32_at(), c * n_)) {
     plx_request_t request = nullptr;
     if (ok(plx_iallgather(send.ptr, recv.ptr, c, PLX_INT32, comm_, &request), "iallgather") &&
         ok(plx_wait(request), "iallgather: plx_wait")) {
-      check("iallgather", recv.at(), c * n_, gathered);
+      check("iallgather", recv.int32_at(), c * n_, gathered);
     }
   }
-  if (poison(recv.at(), c * n_) && put(recv.at(c * r_), values(r_, c))) {
+  if (poison(recv.int32_at(), c * n_) && put(recv.int32_at(c * r_), values(r_, c))) {
     plx_request_t request = nullptr;
-    if (ok(plx_iallgather(recv.at(c * r_), recv.ptr, c, PLX_INT32, comm_, &request),
+    if (ok(plx_iallgather(recv.int32_at(c * r_), recv.ptr, c, PLX_INT32, comm_, &request),
            "iallgather in place") &&
         ok(plx_wait(request), "iallgather in place: plx_wait")) {
-      check("iallgather in place", recv.at(), c * n_, gathered);
+      check("iallgather in place", recv.int32_at(), c * n_, gathered);
     }
   }
 }
@@ -198,8 +169,9 @@ void Rank::in_flight() {
     return;
   }
   const auto sum = [&](size_t i) { return sum_value(n_, i); };
-  if (!put(a_in.at(), values(r_, c)) || !put(b_in.at(), values(r_, c)) ||
-      !put(d_io.at(), values(r_, c)) || !poison(a_out.at(), c) || !poison(b_out.at(), c * n_)) {
+  if (!put(a_in.int32_at(), values(r_, c)) || !put(b_in.int32_at(), values(r_, c)) ||
+      !put(d_io.int32_at(), values(r_, c)) || !poison(a_out.int32_at(), c) ||
+      !poison(b_out.int32_at(), c * n_)) {
     return;
   }
   plx_request_t reqs[3] = {nullptr, nullptr, nullptr};
@@ -212,13 +184,13 @@ void Rank::in_flight() {
     return;
   }
   if (ok(plx_waitall(3, reqs), "plx_waitall")) {
-    check("in flight A", a_out.at(), c, sum);
-    check("in flight B", b_out.at(), c * n_,
+    check("in flight A", a_out.int32_at(), c, sum);
+    check("in flight B", b_out.int32_at(), c * n_,
           [&](size_t i) { return value(static_cast<int>(i / c), i % c); });
-    check("in flight C", d_io.at(), c, sum);
+    check("in flight C", d_io.int32_at(), c, sum);
   }
   // plx_wait on a thread that never touched CUDA; then plx_test polled (bounded).
-  if (!put(a_in.at(), values(r_, c)) || !poison(a_out.at(), c)) return;
+  if (!put(a_in.int32_at(), values(r_, c)) || !poison(a_out.int32_at(), c)) return;
   plx_request_t request = nullptr;
   if (ok(plx_iallreduce(a_in.ptr, a_out.ptr, c, PLX_INT32, PLX_SUM, comm_, &request), "D")) {
     plx_result_t rc = PLX_IN_PROGRESS;
@@ -231,10 +203,10 @@ void Rank::in_flight() {
     if (rc != PLX_SUCCESS) {
       fail("plx_wait on another thread: " + std::string(plx_get_error_string(rc)) + " " + message);
     } else {
-      check("completed on another thread", a_out.at(), c, sum);
+      check("completed on another thread", a_out.int32_at(), c, sum);
     }
   }
-  if (!put(a_in.at(), values(r_, c)) || !poison(a_out.at(), c)) return;
+  if (!put(a_in.int32_at(), values(r_, c)) || !poison(a_out.int32_at(), c)) return;
   if (ok(plx_iallreduce(a_in.ptr, a_out.ptr, c, PLX_INT32, PLX_SUM, comm_, &request), "E")) {
     int done = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -246,7 +218,7 @@ void Rank::in_flight() {
       fail("plx_test: not done after 60 s");
       return;
     }
-    check("completed by plx_test", a_out.at(), c, sum);
+    check("completed by plx_test", a_out.int32_at(), c, sum);
   }
 }
 
@@ -260,9 +232,10 @@ void Rank::groups() {
   const int root = n_ - 1;
   const int peer = r_ ^ 1;
   const auto values_of = [&](int q) { return [q](size_t i) { return value(q, i); }; };
-  if (!put(in.at(), values(r_, c)) || !poison(sum.at(), c) || !poison(got.at(), c) ||
-      !put(bcast.at(), r_ == root ? values(root, c) : std::vector<int32_t>(c, -3)) ||
-      !put(sent.at(), values(r_ + 10, c))) {
+  if (!put(in.int32_at(), values(r_, c)) || !poison(sum.int32_at(), c) ||
+      !poison(got.int32_at(), c) ||
+      !put(bcast.int32_at(), r_ == root ? values(root, c) : std::vector<int32_t>(c, -3)) ||
+      !put(sent.int32_at(), values(r_ + 10, c))) {
     return;
   }
   // Blocking calls with the stream; every input written on it just before, not waited for.
@@ -274,19 +247,19 @@ void Rank::groups() {
     ok(plx_recv(got.ptr, c, PLX_INT32, peer, comm_, stream_), "group recv");
   }
   if (ok(plx_group_end(), "plx_group_end")) {
-    check("group allreduce", sum.at(), c, [&](size_t i) { return sum_value(n_, i); });
-    check("group broadcast", bcast.at(), c, values_of(root));
-    if (peer < n_) check("group send/recv", got.at(), c, values_of(peer + 10));
+    check("group allreduce", sum.int32_at(), c, [&](size_t i) { return sum_value(n_, i); });
+    check("group broadcast", bcast.int32_at(), c, values_of(root));
+    if (peer < n_) check("group send/recv", got.int32_at(), c, values_of(peer + 10));
   }
   // A non-blocking call inside a group: finished (and copied back) by plx_group_end.
-  if (!put(in.at(), values(r_, c)) || !poison(sum.at(), c)) return;
+  if (!put(in.int32_at(), values(r_, c)) || !poison(sum.int32_at(), c)) return;
   plx_request_t request = nullptr;
   ok(plx_group_start(), "plx_group_start");
   const bool posted =
       ok(plx_iallreduce(in.ptr, sum.ptr, c, PLX_INT32, PLX_SUM, comm_, &request),
          "iallreduce in a group");
   if (ok(plx_group_end(), "plx_group_end (iallreduce)") && posted) {
-    check("iallreduce in a group", sum.at(), c, [&](size_t i) { return sum_value(n_, i); });
+    check("iallreduce in a group", sum.int32_at(), c, [&](size_t i) { return sum_value(n_, i); });
   }
   if (posted) ok(plx_wait(request), "plx_wait after plx_group_end");
 }
@@ -305,11 +278,12 @@ void Rank::errors() {
   }
   if (request != nullptr) fail("a refused plx_iallreduce wrote its request");
   // Still usable.
-  if (put(dev.at(), values(r_, 16))) {
+  if (put(dev.int32_at(), values(r_, 16))) {
     if (ok(plx_iallreduce(dev.ptr, dev.ptr, 16, PLX_INT32, PLX_SUM, comm_, &request),
            "iallreduce after the error") &&
         ok(plx_wait(request), "plx_wait after the error")) {
-      check("iallreduce after the error", dev.at(), 16, [&](size_t i) { return sum_value(n_, i); });
+      check("iallreduce after the error", dev.int32_at(), 16,
+            [&](size_t i) { return sum_value(n_, i); });
     }
   }
 }
@@ -317,10 +291,9 @@ void Rank::errors() {
 int rank_main() {
   const int rank = std::atoi(std::getenv("PLEXUS_RANK"));
   const int n = std::atoi(std::getenv("PLEXUS_WORLD_SIZE"));
-  if (cudaSetDevice(0) != cudaSuccess) return rank_failure(rank, "cudaSetDevice(0)");
   cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
-    return rank_failure(rank, "cudaStreamCreate");
+  if (const std::string failed = start_device_rank(&stream); !failed.empty()) {
+    return rank_failure(rank, failed);
   }
   plx_comm_t comm = nullptr;
   if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
@@ -344,28 +317,11 @@ int rank_main() {
 
 // ---- the test side --------------------------------------------------------------------------
 
-std::string self_path() {
-  char path[PATH_MAX] = {};
-  const ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return len > 0 ? std::string(path, static_cast<size_t>(len)) : std::string();
-}
-
 void run_world(int n, const EnvList& extra) {
   EnvList env = transport_env("tcp", 60000);
   env.push_back({"PLEXUS_CHUNK_BYTES", "65536"});
   env.insert(env.end(), extra.begin(), extra.end());
-  const std::string port = std::to_string(free_tcp_port());
-  std::vector<std::unique_ptr<Subprocess>> ranks;
-  for (int r = 0; r < n; ++r) {
-    std::vector<std::string> vars = {"PLX_DEVICE_ASYNC_CASE=1",
-                                     "PLEXUS_RANK=" + std::to_string(r),
-                                     "PLEXUS_WORLD_SIZE=" + std::to_string(n),
-                                     "PLEXUS_LOCAL_RANK=" + std::to_string(r),
-                                     "PLEXUS_MASTER_ADDR=127.0.0.1",
-                                     "PLEXUS_MASTER_PORT=" + port};
-    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-    ranks.push_back(std::make_unique<Subprocess>(std::vector<std::string>{self_path()}, vars));
-  }
+  const auto ranks = start_self_world(n, "PLX_DEVICE_ASYNC_CASE=1", env);
   for (int r = 0; r < n; ++r) {
     const ProcessResult result = ranks[r]->wait(240.0);
     EXPECT_TRUE(result.exited && result.exit_code == 0)

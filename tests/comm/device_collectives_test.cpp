@@ -34,6 +34,7 @@
 
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/device_rank.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/gpu_available.h"
 #include "tests/support/multiprocess.h"
@@ -46,84 +47,19 @@ constexpr size_t kBig = 1000003;  // a prime: never a multiple of a piece or of 
 
 // ---- the rank side --------------------------------------------------------------------------
 
-// cudaMalloc'ed (or managed) bytes, freed on destruction.
-struct DeviceBytes {
-  explicit DeviceBytes(size_t bytes, bool managed = false) {
-    const cudaError_t err = managed ? cudaMallocManaged(&ptr, bytes == 0 ? 1 : bytes)
-                                    : cudaMalloc(&ptr, bytes == 0 ? 1 : bytes);
-    if (err != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBytes() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  unsigned char* at(size_t offset = 0) const { return static_cast<unsigned char*>(ptr) + offset; }
-  void* ptr = nullptr;
-};
-
-class Rank {
+class Rank : public DeviceRank {
  public:
-  Rank(int rank, int n, plx_comm_t comm, cudaStream_t stream)
-      : r_(rank), n_(n), comm_(comm), stream_(stream) {}
-
-  // Records a failure (the first few are printed) and returns false.
-  bool fail(const std::string& what) {
-    if (failures_++ < 10) rank_failure(r_, what);
-    return false;
-  }
-  bool ok(plx_result_t rc, const std::string& what) {
-    if (rc == PLX_SUCCESS) return true;
-    return fail(what + ": " + plx_get_error_string(rc) + ": " + plx_get_last_error(nullptr));
-  }
-  bool cuda(cudaError_t err, const std::string& what) {
-    if (err == cudaSuccess) return true;
-    return fail(what + ": " + cudaGetErrorName(err));
-  }
-  // Writes host bytes to the device on the stream, WITHOUT waiting: the collective must.
-  bool put(void* dst, const std::vector<unsigned char>& src) {
-    return src.empty() ||
-           cuda(cudaMemcpyAsync(dst, src.data(), src.size(), cudaMemcpyHostToDevice, stream_),
-                "cudaMemcpyAsync to the device");
-  }
-  // Poisons device bytes on the stream, without waiting.
-  bool poison(void* dst, size_t bytes) {
-    return bytes == 0 || cuda(cudaMemsetAsync(dst, 0xee, bytes, stream_), "cudaMemsetAsync");
-  }
-  // Reads device bytes back on the stream (after the collective's work on it) and waits.
-  std::vector<unsigned char> get(const void* src, size_t bytes) {
-    std::vector<unsigned char> out(bytes);
-    if (bytes > 0) {
-      cuda(cudaMemcpyAsync(out.data(), src, bytes, cudaMemcpyDeviceToHost, stream_),
-           "cudaMemcpyAsync to the host");
-    }
-    cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    return out;
-  }
-  // An error with its code and the start of its message.
-  void expect_error(plx_result_t rc, plx_result_t want, const std::string& prefix,
-                    const std::string& contains) {
-    const std::string message = plx_get_last_error(nullptr);
-    if (rc != want || message.rfind(prefix, 0) != 0 ||
-        message.find(contains) == std::string::npos) {
-      fail(std::string("expected ") + plx_get_error_string(want) + " \"" + prefix + "...\" with \"" +
-           contains + "\", got " + plx_get_error_string(rc) + " \"" + message + "\"");
-    }
-  }
+  using DeviceRank::DeviceRank;
 
   void allreduce_cases(bool expect_ipc);
   void ipc_collective_cases(bool expect_ipc);
   void other_collectives();
   void host_kinds();
   void errors();
-  int failures() const { return failures_; }
   // The call just made ran as "<collective>:cuda_ipc" exactly when expect_ipc.
   void expect_path(const std::string& what, const std::string& collective, bool expect_ipc) {
-    const char* algorithm = "";
-    plx_comm_last_algorithm(comm_, &algorithm);
-    if ((std::string(algorithm) == collective + ":cuda_ipc") != expect_ipc) {
-      fail(what + ": ran as " + algorithm);
-    }
+    const std::string algorithm = last_algorithm();
+    if ((algorithm == collective + ":cuda_ipc") != expect_ipc) fail(what + ": ran as " + algorithm);
   }
   // Checks count elements at dev (read on the stream) against a periodic pattern.
   void check_device(const std::string& what, const void* dev, size_t count, plx_datatype_t dt,
@@ -132,12 +68,6 @@ class Rank {
     const std::string why = check_periodic(got.data(), count, dt, pattern);
     if (!why.empty()) fail(what + ": " + why);
   }
-
- private:
-  int r_, n_;
-  plx_comm_t comm_;
-  cudaStream_t stream_;
-  int failures_ = 0;
 };
 
 void Rank::allreduce_cases(bool expect_ipc) {
@@ -501,10 +431,9 @@ void Rank::errors() {
 int rank_main(bool expect_ipc) {
   const int rank = std::atoi(std::getenv("PLEXUS_RANK"));
   const int n = std::atoi(std::getenv("PLEXUS_WORLD_SIZE"));
-  if (cudaSetDevice(0) != cudaSuccess) return rank_failure(rank, "cudaSetDevice(0)");
   cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
-    return rank_failure(rank, "cudaStreamCreate");
+  if (const std::string failed = start_device_rank(&stream); !failed.empty()) {
+    return rank_failure(rank, failed);
   }
   plx_comm_t comm = nullptr;
   const std::string why = init_world(n, "tcp", &comm);
@@ -522,29 +451,12 @@ int rank_main(bool expect_ipc) {
 
 // ---- the test side --------------------------------------------------------------------------
 
-std::string self_path() {
-  char path[PATH_MAX] = {};
-  const ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return len > 0 ? std::string(path, static_cast<size_t>(len)) : std::string();
-}
-
 // Runs this binary as n ranks of one world running `which`, and checks they all pass.
 void run_world(int n, const std::string& which, const EnvList& extra) {
   EnvList env = transport_env("tcp", 60000);
   env.push_back({"PLEXUS_CHUNK_BYTES", "65536"});
   env.insert(env.end(), extra.begin(), extra.end());
-  const std::string port = std::to_string(free_tcp_port());
-  std::vector<std::unique_ptr<Subprocess>> ranks;
-  for (int r = 0; r < n; ++r) {
-    std::vector<std::string> vars = {"PLX_DEVICE_TEST_CASE=" + which,
-                                     "PLEXUS_RANK=" + std::to_string(r),
-                                     "PLEXUS_WORLD_SIZE=" + std::to_string(n),
-                                     "PLEXUS_LOCAL_RANK=" + std::to_string(r),
-                                     "PLEXUS_MASTER_ADDR=127.0.0.1",
-                                     "PLEXUS_MASTER_PORT=" + port};
-    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-    ranks.push_back(std::make_unique<Subprocess>(std::vector<std::string>{self_path()}, vars));
-  }
+  const auto ranks = start_self_world(n, "PLX_DEVICE_TEST_CASE=" + which, env);
   for (int r = 0; r < n; ++r) {
     const ProcessResult result = ranks[r]->wait(240.0);
     EXPECT_TRUE(result.exited && result.exit_code == 0)

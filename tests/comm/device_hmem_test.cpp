@@ -32,6 +32,7 @@
 #include "comm/core/communicator.h"
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/device_rank.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/gpu_available.h"
 #include "tests/support/multiprocess.h"
@@ -47,32 +48,18 @@ int32_t value(int from, size_t i, int round) {
   return static_cast<int32_t>(from * 1000003 + round * 7919 + static_cast<int>(i % 100003));
 }
 
-class Rank {
+class Rank : public DeviceRank {
  public:
   Rank(int rank, plx_comm_t comm, cudaStream_t stream, bool want_hmem)
-      : r_(rank), comm_(comm), stream_(stream), want_hmem_(want_hmem) {}
-
-  bool fail(const std::string& what) {
-    if (failures_++ < 10) rank_failure(r_, what);
-    return false;
-  }
-  bool ok(plx_result_t rc, const std::string& what) {
-    if (rc == PLX_SUCCESS) return true;
-    return fail(what + ": " + plx_get_error_string(rc) + ": " + plx_get_last_error(nullptr));
-  }
-  bool cuda(cudaError_t err, const std::string& what) {
-    if (err == cudaSuccess) return true;
-    return fail(what + ": " + cudaGetErrorName(err));
-  }
+      : DeviceRank(rank, 2, comm, stream), want_hmem_(want_hmem) {}
 
   // Whether the FI_HMEM path can take CUDA memory on this communicator now.
   bool hmem_now() const { return comm_->transport->hmem_supported(comm::MemorySpace::Cuda); }
 
   // After a call on device buffers: the path it took must be the expected one.
   void check_path(const std::string& what, bool is_send) {
-    const char* algorithm = "";
-    plx_comm_last_algorithm(comm_, &algorithm);
-    const bool hmem = std::string(algorithm) == (is_send ? "send:fi_hmem" : "recv:fi_hmem");
+    const std::string algorithm = last_algorithm();
+    const bool hmem = algorithm == (is_send ? "send:fi_hmem" : "recv:fi_hmem");
     if (!want_hmem_) {
       if (hmem) fail(what + ": ran over FI_HMEM with PLEXUS_FI_HMEM=0");
       return;
@@ -163,23 +150,16 @@ class Rank {
     cuda(cudaFree(a), "cudaFree");
   }
 
-  int failures() const { return failures_; }
-
  private:
-  int r_;
-  plx_comm_t comm_;
-  cudaStream_t stream_;
   bool want_hmem_;
-  int failures_ = 0;
   std::string off_reason_;
 };
 
 int rank_main(bool want_hmem) {
   const int rank = std::atoi(std::getenv("PLEXUS_RANK"));
-  if (cudaSetDevice(0) != cudaSuccess) return rank_failure(rank, "cudaSetDevice(0)");
   cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
-    return rank_failure(rank, "cudaStreamCreate");
+  if (const std::string failed = start_device_rank(&stream); !failed.empty()) {
+    return rank_failure(rank, failed);
   }
   plx_comm_t comm = nullptr;
   const std::string why = init_world(2, "shm", &comm);
@@ -191,30 +171,13 @@ int rank_main(bool want_hmem) {
   return code;
 }
 
-std::string self_path() {
-  char path[PATH_MAX] = {};
-  const ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return len > 0 ? std::string(path, static_cast<size_t>(len)) : std::string();
-}
-
 // Runs this binary as the 2 ranks of `which`; returns what rank 0 printed after kOffLine ("" if
 // FI_HMEM carried every call).
 std::string run_world(const std::string& which, const EnvList& extra) {
   EnvList env = transport_env("shm", 60000);
   env.push_back({"PLEXUS_CHUNK_BYTES", "65536"});
   env.insert(env.end(), extra.begin(), extra.end());
-  const std::string port = std::to_string(free_tcp_port());
-  std::vector<std::unique_ptr<Subprocess>> ranks;
-  for (int r = 0; r < 2; ++r) {
-    std::vector<std::string> vars = {"PLX_HMEM_TEST_CASE=" + which,
-                                     "PLEXUS_RANK=" + std::to_string(r),
-                                     "PLEXUS_WORLD_SIZE=2",
-                                     "PLEXUS_LOCAL_RANK=" + std::to_string(r),
-                                     "PLEXUS_MASTER_ADDR=127.0.0.1",
-                                     "PLEXUS_MASTER_PORT=" + port};
-    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-    ranks.push_back(std::make_unique<Subprocess>(std::vector<std::string>{self_path()}, vars));
-  }
+  const auto ranks = start_self_world(2, "PLX_HMEM_TEST_CASE=" + which, env);
   std::string off;
   for (int r = 0; r < 2; ++r) {
     const ProcessResult result = ranks[r]->wait(240.0);

@@ -26,6 +26,7 @@
 
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/device_rank.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/gpu_available.h"
 #include "tests/support/multiprocess.h"
@@ -44,18 +45,6 @@ const size_t kCounts[] = {2 * kChunk32, 2 * kChunk32 + 1, 7 * kChunk32 + kChunk3
 // Rank q's element i: exact in int32 summed over 4 ranks.
 int32_t value(int q, size_t i) { return static_cast<int32_t>(q * 1000003 + static_cast<int>(i)); }
 
-struct DeviceBytes {
-  explicit DeviceBytes(size_t bytes) {
-    if (cudaMalloc(&ptr, bytes == 0 ? 1 : bytes) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBytes() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  void* ptr = nullptr;
-};
-
 std::vector<unsigned char> int32s(size_t count, const std::function<int32_t(size_t)>& f) {
   std::vector<unsigned char> out(count * 4);
   for (size_t i = 0; i < count; ++i) {
@@ -65,41 +54,10 @@ std::vector<unsigned char> int32s(size_t count, const std::function<int32_t(size
   return out;
 }
 
-class Rank {
+class Rank : public DeviceRank {
  public:
-  Rank(int rank, int n, plx_comm_t comm, cudaStream_t stream)
-      : r_(rank), n_(n), comm_(comm), stream_(stream) {}
+  using DeviceRank::DeviceRank;
 
-  bool fail(const std::string& what) {
-    if (failures_++ < 10) rank_failure(r_, what);
-    return false;
-  }
-  bool ok(plx_result_t rc, const std::string& what) {
-    if (rc == PLX_SUCCESS) return true;
-    return fail(what + ": " + plx_get_error_string(rc) + ": " + plx_get_last_error(nullptr));
-  }
-  bool cuda(cudaError_t err, const std::string& what) {
-    return err == cudaSuccess || fail(what + ": " + cudaGetErrorName(err));
-  }
-  // Host bytes to the device on the stream, without waiting: the collective must.
-  bool put(void* dst, const std::vector<unsigned char>& src) {
-    return src.empty() ||
-           cuda(cudaMemcpyAsync(dst, src.data(), src.size(), cudaMemcpyHostToDevice, stream_),
-                "cudaMemcpyAsync to the device");
-  }
-  bool poison(void* dst, size_t bytes) {
-    return bytes == 0 || cuda(cudaMemsetAsync(dst, 0xee, bytes, stream_), "cudaMemsetAsync");
-  }
-  // Device bytes back to the host on the stream, then waits.
-  std::vector<unsigned char> get(const void* src, size_t bytes) {
-    std::vector<unsigned char> out(bytes);
-    if (bytes > 0) {
-      cuda(cudaMemcpyAsync(out.data(), src, bytes, cudaMemcpyDeviceToHost, stream_),
-           "cudaMemcpyAsync to the host");
-    }
-    cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    return out;
-  }
   // count int32 elements at dev against want(i); names the first wrong index.
   void check(const std::string& what, const void* dev, size_t count,
              const std::function<int32_t(size_t)>& want) {
@@ -115,22 +73,13 @@ class Rank {
     }
   }
   void not_ipc(const std::string& what) {
-    const char* algorithm = "";
-    plx_comm_last_algorithm(comm_, &algorithm);
-    if (std::string(algorithm) == "allreduce:cuda_ipc") fail(what + ": ran as cuda_ipc");
+    if (last_algorithm() == "allreduce:cuda_ipc") fail(what + ": ran as cuda_ipc");
   }
 
   void allreduce_cases();
   void reduce_cases();
   void broadcast_cases();
   void p2p_cases();
-  int failures() const { return failures_; }
-
- private:
-  int r_, n_;
-  plx_comm_t comm_;
-  cudaStream_t stream_;
-  int failures_ = 0;
 };
 
 void Rank::allreduce_cases() {
@@ -255,10 +204,9 @@ void Rank::p2p_cases() {
 int rank_main() {
   const int rank = std::atoi(std::getenv("PLEXUS_RANK"));
   const int n = std::atoi(std::getenv("PLEXUS_WORLD_SIZE"));
-  if (cudaSetDevice(0) != cudaSuccess) return rank_failure(rank, "cudaSetDevice(0)");
   cudaStream_t stream = nullptr;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
-    return rank_failure(rank, "cudaStreamCreate");
+  if (const std::string failed = start_device_rank(&stream); !failed.empty()) {
+    return rank_failure(rank, failed);
   }
   plx_comm_t comm = nullptr;
   const std::string why = init_world(n, "tcp", &comm);
@@ -275,12 +223,6 @@ int rank_main() {
 
 // ---- the test side --------------------------------------------------------------------------
 
-std::string self_path() {
-  char path[PATH_MAX] = {};
-  const ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return len > 0 ? std::string(path, static_cast<size_t>(len)) : std::string();
-}
-
 // The INFO line run_pipelined (staged_collective.cpp) logs for a call of `count` int32s.
 std::string pipelined_line(const char* fn, int rank, size_t count) {
   const size_t chunks = (count + kChunk32 - 1) / kChunk32;
@@ -295,18 +237,7 @@ void run_world(int n, bool log_info) {
   env.push_back({"PLEXUS_CHUNK_BYTES", std::to_string(kChunkBytes)});
   env.push_back({"PLEXUS_SHM", "0"});
   if (log_info) env.push_back({"PLEXUS_DEBUG", "INFO"});
-  const std::string port = std::to_string(free_tcp_port());
-  std::vector<std::unique_ptr<Subprocess>> ranks;
-  for (int r = 0; r < n; ++r) {
-    std::vector<std::string> vars = {"PLX_STAGED_TEST_RANK=1",
-                                     "PLEXUS_RANK=" + std::to_string(r),
-                                     "PLEXUS_WORLD_SIZE=" + std::to_string(n),
-                                     "PLEXUS_LOCAL_RANK=" + std::to_string(r),
-                                     "PLEXUS_MASTER_ADDR=127.0.0.1",
-                                     "PLEXUS_MASTER_PORT=" + port};
-    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-    ranks.push_back(std::make_unique<Subprocess>(std::vector<std::string>{self_path()}, vars));
-  }
+  const auto ranks = start_self_world(n, "PLX_STAGED_TEST_RANK=1", env);
   for (int r = 0; r < n; ++r) {
     const ProcessResult result = ranks[r]->wait(400.0);
     const bool passed = result.exited && result.exit_code == 0;
