@@ -309,4 +309,21 @@ inline std::vector<unsigned char> shifted(const std::vector<unsigned char>& patt
   return out;
 }
 
+// int64 inputs of the request and completion tests: rank r's element i is (r + 1) * 1000 + i,
+// and ramp_sum is their sum over ranks 0..n-1 (exact).
+inline std::vector<int64_t> ramp(int rank, size_t count) {
+  std::vector<int64_t> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = (rank + 1) * 1000 + static_cast<int64_t>(i);
+  return out;
+}
+
+inline std::vector<int64_t> ramp_sum(int n, size_t count) {
+  std::vector<int64_t> out(count, 0);
+  for (int r = 0; r < n; ++r) {
+    const auto v = ramp(r, count);
+    for (size_t i = 0; i < count; ++i) out[i] += v[i];
+  }
+  return out;
+}
+
 }  // namespace plexus::test

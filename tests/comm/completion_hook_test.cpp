@@ -23,6 +23,7 @@
 #include "comm/core/error.h"
 #include "comm/core/submit.h"
 #include "plexus/plexus.h"
+#include "tests/comm/collective_reference.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
@@ -61,22 +62,6 @@ std::string ran_once(const Probe& probe, const std::string& what) {
   }
   if (!probe.result_in_place) return what + ": the step ran before the result was written";
   return "";
-}
-
-std::vector<int64_t> ramp(int rank, size_t count) {
-  std::vector<int64_t> out(count);
-  for (size_t i = 0; i < count; ++i) out[i] = (rank + 1) * 1000 + static_cast<int64_t>(i);
-  return out;
-}
-
-// Sum over ranks 0..n-1 of ramp(rank).
-std::vector<int64_t> ramp_sum(int n, size_t count) {
-  std::vector<int64_t> out(count, 0);
-  for (int r = 0; r < n; ++r) {
-    const auto v = ramp(r, count);
-    for (size_t i = 0; i < count; ++i) out[i] += v[i];
-  }
-  return out;
 }
 
 constexpr size_t kCount = 1031;  // a prime

@@ -28,6 +28,7 @@
 #include "comm/device/device_args.h"
 #include "comm/device/device_deferred.h"
 #include "plexus/plexus.h"
+#include "tests/comm/collective_reference.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
@@ -95,21 +96,6 @@ class HostCopyEngine final : public device::CopyEngine {
   std::string fail_at_;
   std::vector<Copy> pending_;
 };
-
-std::vector<int64_t> ramp(int rank, size_t count) {
-  std::vector<int64_t> out(count);
-  for (size_t i = 0; i < count; ++i) out[i] = (rank + 1) * 1000 + static_cast<int64_t>(i);
-  return out;
-}
-
-std::vector<int64_t> ramp_sum(int n, size_t count) {
-  std::vector<int64_t> out(count, 0);
-  for (int r = 0; r < n; ++r) {
-    const auto v = ramp(r, count);
-    for (size_t i = 0; i < count; ++i) out[i] += v[i];
-  }
-  return out;
-}
 
 // "" when got == want, else the first differing index.
 std::string compare(const std::vector<int64_t>& got, const std::vector<int64_t>& want,
