@@ -25,7 +25,7 @@ plx_result_t plx_wait(plx_request_t request) {
     if (in_open_group(*request->task)) {
       // Its group has not been started: waiting would never end.
       return plexus::set_error(PLX_ERROR_INVALID_USAGE,
-                               fmt::format("{}: the request belongs to the open group; call "
+                               fmt::format("{}: the request belongs to an open group; call "
                                            "plx_group_end() first",
                                            fn));
     }
@@ -42,7 +42,6 @@ plx_result_t plx_waitall(size_t count, plx_request_t* requests) {
     // Refused before anything is waited for or freed: a request listed twice would be freed
     // twice.
     std::vector<std::pair<plx_request_t, size_t>> listed;
-    listed.reserve(count);
     for (size_t i = 0; i < count; ++i) {
       if (requests[i]) listed.emplace_back(requests[i], i);
     }
@@ -58,7 +57,7 @@ plx_result_t plx_waitall(size_t count, plx_request_t* requests) {
     for (size_t i = 0; i < count; ++i) {
       if (requests[i] && in_open_group(*requests[i]->task)) {
         return plexus::set_error(PLX_ERROR_INVALID_USAGE,
-                                 fmt::format("{}: requests[{}] belongs to the open group; call "
+                                 fmt::format("{}: requests[{}] belongs to an open group; call "
                                              "plx_group_end() first",
                                              fn, i));
       }
@@ -85,6 +84,13 @@ plx_result_t plx_test(plx_request_t request, int* done) {
   return guarded(fn, [&] {
     if (!request) return null_argument(fn, nullptr, "request");
     if (!done) return null_argument(fn, nullptr, "done");
+    if (in_open_group(*request->task)) {
+      *done = 0;
+      return plexus::set_error(PLX_ERROR_INVALID_USAGE,
+                               fmt::format("{}: the request belongs to an open group; call "
+                                           "plx_group_end() first",
+                                           fn));
+    }
     bool finished = false;
     const plx_result_t result = request->task->try_complete(&finished);
     *done = finished ? 1 : 0;

@@ -24,6 +24,7 @@ std::shared_ptr<Task> group_task(plx_comm* comm) {
     if (c == comm) return task;
   }
   g_group.tasks.emplace_back(comm, std::make_shared<Task>());
+  g_group.tasks.back().second->in_open_group = true;
   return g_group.tasks.back().second;
 }
 
@@ -84,12 +85,7 @@ void attach_pending_completion(Task& task) {
 
 bool in_group() { return g_group.depth > 0; }
 
-bool in_open_group(const Task& task) {
-  for (const auto& entry : g_group.tasks) {
-    if (entry.second.get() == &task) return true;
-  }
-  return false;
-}
+bool in_open_group(const Task& task) { return task.in_open_group.load(); }
 
 void group_start() { ++g_group.depth; }
 
@@ -103,7 +99,10 @@ plx_result_t group_end() {
   // Every communicator's task goes to its progress thread first, then all are awaited: a group
   // spanning communicators must not run them one after the other (their peers may order them
   // differently).
-  for (auto& [comm, task] : tasks) comm->executor->submit(task);
+  for (auto& [comm, task] : tasks) {
+    task->in_open_group = false;
+    comm->executor->submit(task);
+  }
   plx_result_t first = PLX_SUCCESS;
   std::string message;
   for (auto& [comm, task] : tasks) {

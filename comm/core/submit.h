@@ -53,7 +53,7 @@ void attach_pending_completion(Task& task);
 
 // Group state of the calling thread.
 bool in_group();
-bool in_open_group(const Task& task);  // queued in this thread's open group, not yet run
+bool in_open_group(const Task& task);  // queued in an open group (any thread's), not yet run
 void group_start();
 plx_result_t group_end();  // PLX_ERROR_INVALID_USAGE without a start
 

@@ -15,6 +15,7 @@
 // dropped unwaited) is destroyed with the task, so what it captured is still released.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,9 @@ class Task {
   std::vector<P2POp> p2p;                 // posted together, first
   std::vector<CollectiveOp> collectives;  // then run one after the other
   std::function<plx_result_t()> body;     // instead of the above: a custom step (split)
+  // Queued in a thread's open group (submit.cpp): not submitted until that thread's
+  // plx_group_end, so no other thread may wait for it meanwhile.
+  std::atomic<bool> in_open_group{false};
 
   // Records the outcome and wakes the waiters. Called once, by the thread that ran the task.
   void finish(plx_result_t result, std::string message) {

@@ -37,7 +37,9 @@ void Task::add_completion(Completion step) {
 plx_result_t Task::complete() {
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] { return done_; });
-  if (steps_ == Steps::Pending) {
+  if (steps_ == Steps::Pending && completions_.empty()) {
+    steps_ = Steps::Done;  // no steps (host buffers): nobody to wake, nothing to run
+  } else if (steps_ == Steps::Pending) {
     steps_ = Steps::Running;
     std::vector<Completion> steps = std::move(completions_);
     completions_.clear();

@@ -10,7 +10,8 @@
 // a mismatched operation gives the step PLX_ERROR_MISMATCH (plx_waitall names the failed entry),
 // an aborted one PLX_ERROR_ABORTED; a call refused for a bad argument takes no step, and what a
 // step captured is released once it ran or was dropped; plx_waitall refuses a NULL array, a
-// request of the open group and a request listed twice (freeing nothing).
+// request of an open group (this thread's or another's; plx_test too) and a request listed
+// twice (freeing nothing).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/core/error.h"
@@ -295,9 +297,26 @@ std::string failures(plx_comm_t comm, int rank, int n) {
         "plx_iallreduce in a group");
     if (why.empty()) {
       why = expect_failure(plx_waitall(1, &request), PLX_ERROR_INVALID_USAGE,
-                           "plx_waitall: requests[0] belongs to the open group; call "
+                           "plx_waitall: requests[0] belongs to an open group; call "
                            "plx_group_end() first");
       if (!why.empty()) why = "plx_waitall in the open group: " + why;
+    }
+    if (why.empty()) {  // plx_test refuses it too (it would never report done)
+      int done = 1;
+      why = expect_failure(plx_test(request, &done), PLX_ERROR_INVALID_USAGE,
+                           "plx_test: the request belongs to an open group; call "
+                           "plx_group_end() first");
+      if (why.empty() && done != 0) why = "a refused plx_test set *done";
+      if (!why.empty()) why = "plx_test in the open group: " + why;
+    }
+    if (why.empty()) {  // and so does another thread (it would wait for this thread forever)
+      std::thread other([&] {
+        why = expect_failure(plx_waitall(1, &request), PLX_ERROR_INVALID_USAGE,
+                             "plx_waitall: requests[0] belongs to an open group; call "
+                             "plx_group_end() first");
+      });
+      other.join();
+      if (!why.empty()) why = "plx_waitall of another thread's open group: " + why;
     }
     const plx_result_t ended = plx_group_end();
     if (!why.empty()) return why;

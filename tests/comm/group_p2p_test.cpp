@@ -440,7 +440,7 @@ std::string errors_and_open_group(plx_comm_t world, int rank, int n) {
     return why;
   }
   if (auto why = check_message(in, rank, 7, 3, "after the errors"); !why.empty()) return why;
-  // 2. A request of the open group cannot be waited for yet; plx_test says "not done".
+  // 2. A request of the open group cannot be waited for yet; plx_test refuses it too.
   // Groups nest: only the outer plx_group_end runs them.
   std::vector<int32_t> in2(3, -1);
   plx_request_t sent = nullptr, received = nullptr;
@@ -455,11 +455,13 @@ std::string errors_and_open_group(plx_comm_t world, int rank, int n) {
   note(expect_success(plx_irecv(in2.data(), 3, PLX_INT32, rank, comm, &received), "irecv"));
   note(expect_success(plx_group_end(), "inner plx_group_end"));
   const std::string open_group =
-      "plx_wait: the request belongs to the open group; call plx_group_end() first";
+      "plx_wait: the request belongs to an open group; call plx_group_end() first";
   if (sent) note(expect_failure(plx_wait(sent), PLX_ERROR_INVALID_USAGE, open_group));
   int done = -1;
   if (received) {
-    note(expect_success(plx_test(received, &done), "plx_test in the open group"));
+    note(expect_failure(plx_test(received, &done), PLX_ERROR_INVALID_USAGE,
+                        "plx_test: the request belongs to an open group; call plx_group_end() "
+                        "first"));
     if (done != 0) note("plx_test reported a request of the open group done");
   }
   note(expect_success(plx_group_end(), "outer plx_group_end"));
