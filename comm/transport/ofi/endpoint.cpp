@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <rdma/fi_cm.h>
 
+#include <chrono>
+#include <thread>
+
 #include "comm/core/error.h"
 #include "comm/transport/ofi/shm_names.h"
 
@@ -20,22 +23,33 @@ plx_result_t Endpoint::open(const Fabric& fabric, const CompletionQueue& cq, int
   if (ret != 0) return ofi_error(rank, "fi_av_open", ret);
   endpoint->av_.reset(av);
 
+  // fi_enable binds the endpoint's listening socket (tcp) to a port the kernel picks; under
+  // load from many loopback connections that bind can fail with EADDRINUSE for a moment, so a
+  // fresh endpoint is tried a few more times before giving up.
+  constexpr int kEnableAttempts = 5;
   fid_ep* ep = nullptr;
-  ret = fi_endpoint(fabric.domain(), const_cast<fi_info*>(&fabric.info()), &ep, nullptr);
-  if (ret != 0) return ofi_error(rank, "fi_endpoint", ret, fabric.provider_name());
-  endpoint->ep_.reset(ep);
-  ret = fi_ep_bind(ep, &cq.cq()->fid, FI_TRANSMIT | FI_RECV);
-  if (ret != 0) return ofi_error(rank, "fi_ep_bind(cq)", ret);
-  ret = fi_ep_bind(ep, &av->fid, 0);
-  if (ret != 0) return ofi_error(rank, "fi_ep_bind(av)", ret);
-  if (fabric.provider_name() == "shm") {
-    // Our own unique region name, not libfabric's pid-based one (see shm_names.h).
-    const std::string name = unique_shm_region_name();
-    ret = fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1);
-    if (ret != 0) return ofi_error(rank, "fi_setname", ret, name);
+  for (int attempt = 1;; ++attempt) {
+    endpoint->ep_.reset();
+    ret = fi_endpoint(fabric.domain(), const_cast<fi_info*>(&fabric.info()), &ep, nullptr);
+    if (ret != 0) return ofi_error(rank, "fi_endpoint", ret, fabric.provider_name());
+    endpoint->ep_.reset(ep);
+    ret = fi_ep_bind(ep, &cq.cq()->fid, FI_TRANSMIT | FI_RECV);
+    if (ret != 0) return ofi_error(rank, "fi_ep_bind(cq)", ret);
+    ret = fi_ep_bind(ep, &av->fid, 0);
+    if (ret != 0) return ofi_error(rank, "fi_ep_bind(av)", ret);
+    if (fabric.provider_name() == "shm") {
+      // Our own unique region name, not libfabric's pid-based one (see shm_names.h).
+      const std::string name = unique_shm_region_name();
+      ret = fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1);
+      if (ret != 0) return ofi_error(rank, "fi_setname", ret, name);
+    }
+    ret = fi_enable(ep);
+    if (ret == 0) break;
+    if (ret != -FI_EADDRINUSE || attempt == kEnableAttempts) {
+      return ofi_error(rank, "fi_enable", ret);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
   }
-  ret = fi_enable(ep);
-  if (ret != 0) return ofi_error(rank, "fi_enable", ret);
 
   size_t length = 0;
   ret = fi_getname(&ep->fid, nullptr, &length);
