@@ -40,7 +40,8 @@ constexpr ConfigVariable kVariables[] = {
    "or \"ucx\" (UCX; its own UCX_TLS and UCX_NET_DEVICES apply). Every rank must use the same."},
   {"PLEXUS_CHECK_ARGS", ConfigType::Integer, "1",
    "1: every collective first compares a 32-byte signature of its arguments across the ranks "
-   "(ceil(log2 n) small messages) and returns PLX_ERROR_MISMATCH on every rank if they differ. "
+   "(ceil(log2 n) rounds of 72-byte messages) and returns PLX_ERROR_MISMATCH on every rank if "
+   "they differ. "
    "0: skip the check (lower latency; mismatched calls then hang until PLEXUS_TIMEOUT_MS)."},
   {"PLEXUS_FI_PROVIDER", ConfigType::String, "",
    "libfabric provider to use, e.g. \"tcp\", \"tcp;ofi_rxm\", \"shm\", \"efa\". Unset: efa if "
@@ -53,17 +54,20 @@ constexpr ConfigVariable kVariables[] = {
    "device memory instead of staging it through host memory. 1: open the provider with FI_HMEM "
    "when its FI_HMEM entry serves host messages as well (efa). 2: whenever it offers one (shm of "
    "libfabric 1.17 then loses its inject protocol: a group of many sends before their receives "
-   "can stall). 0: never. The provider itself never changes. Set alike on every rank."},
+   "can stall). 0: never. The provider itself never changes. Set alike on every rank; any "
+   "other value fails communicator creation, whatever the transport."},
   {"PLEXUS_TIMEOUT_MS", ConfigType::Integer, "300000",
    "Bound in milliseconds on the rendezvous, on any single wait without progress, and on the "
    "shutdown handshake of plx_comm_destroy."},
   {"PLEXUS_CHUNK_BYTES", ConfigType::Bytes, "1M",
    "Pipelining slice of the collective algorithms: the largest message the ring, chain, tree and "
-   "halving/doubling algorithms cut a buffer into."},
+   "halving/doubling algorithms cut a buffer into. Device buffers: the chunk of the pipelined "
+   "staging (clamped to 64K..16M) and a quarter of a CUDA IPC slot."},
   {"PLEXUS_SHM", ConfigType::Integer, "1",
    "1: ranks of a communicator that all share a host map one shared-memory segment of staging "
    "buffers (2 x PLEXUS_CHUNK_BYTES per rank) and the cost model may pick the shm algorithms. "
-   "0 on any rank: no segment (the shm algorithms, if forced, run their flat fallback)."},
+   "0 on any rank: no segment (the shm algorithms, if forced, run their flat fallback) and no "
+   "CUDA IPC for device buffers (they are staged)."},
   {"PLEXUS_DEBUG", ConfigType::LogLevel, "WARN",
    "Log level on stderr: WARN, INFO (decisions and errors) or TRACE (every message)."},
   {"PLEXUS_HOST_ID", ConfigType::String, "",
