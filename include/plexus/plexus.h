@@ -1,8 +1,9 @@
 /*
  * plexus.h - the Plexus collective-communication C ABI.
  *
- * Plexus offers NCCL-shaped collectives over libfabric (efa, shm, tcp) on host memory and, in a
- * CUDA build, on device memory (stream-ordered; see "Device buffers and streams" below).
+ * Plexus offers NCCL-shaped collectives over libfabric (efa, shm, tcp) or UCX (PLEXUS_TRANSPORT)
+ * on host memory and, in a CUDA build, on device memory (stream-ordered; see "Device buffers and
+ * streams" below).
  * This header is valid C99 and C++; every symbol starts with `plx_`.
  *
  * Conventions that hold for every function below:
@@ -60,9 +61,10 @@
  *    Errors: PLX_ERROR_INVALID_ARGUMENT when device and host buffers are mixed in one call, a
  *    device buffer is on another GPU than the current one, or CUDA rejects the stream;
  *    PLX_ERROR_UNSUPPORTED for a non-NULL stream in a build without CUDA, on a machine where
- *    CUDA sees no device, or in a process that has not loaded the CUDA driver; for a device
- *    buffer in a build without CUDA (recognised when the process has loaded the driver). Each
- *    message names the function, the rank and the argument.
+ *    CUDA sees no device, or in a process that has not loaded the CUDA driver, and for a device
+ *    buffer in a build without CUDA or on a machine where CUDA sees no device (recognised when
+ *    the process has loaded the driver). Each message names the function, the rank and the
+ *    argument.
  *    Device buffers in the non-blocking forms and inside plx_group_start/plx_group_end: the call
  *    copies what it reads into pinned host memory of its own (cudaMallocHost, one allocation
  *    per call) and queues the host operation on those copies; when the request or the group
@@ -112,7 +114,8 @@ extern "C" {
  * Rebuild the communicator (destroy it, create a new one):
  *   PLX_ERROR_REMOTE            a peer died, aborted or disconnected; the message names the rank.
  *   PLX_ERROR_TIMEOUT           an operation or the rendezvous exceeded PLEXUS_TIMEOUT_MS.
- *   PLX_ERROR_TRANSPORT         libfabric reported an error; the message carries fi_strerror().
+ *   PLX_ERROR_TRANSPORT         libfabric or UCX reported an error; the message carries its text
+ *                               (fi_strerror(), ucs_status_string()).
  *   PLX_ERROR_ABORTED           plx_comm_abort() was called on this communicator.
  * Restart the process:
  *   PLX_ERROR_SYSTEM            an OS call or allocation failed (errno text in the message).
@@ -201,14 +204,15 @@ plx_result_t plx_get_unique_id(plx_unique_id_t* id);
  * Creates a communicator of `nranks` ranks in which the caller is `rank`; collective over all
  * ranks: it returns once every rank has joined and exchanged transport addresses, or fails.
  * Rendezvous: each rank connects over TCP (Boost.Asio) to the server named in `id`, sends its
- * libfabric endpoint address, and receives the table of all addresses. The TCP connection stays
- * open for the communicator's lifetime as a liveness channel: a peer that dies is reported to
- * every rank as PLX_ERROR_REMOTE naming the lost rank, within PLEXUS_TIMEOUT_MS at most.
+ * transport endpoint address (libfabric or UCX), and receives the table of all addresses. The
+ * TCP connection stays open for the communicator's lifetime as a liveness channel: a peer that
+ * dies is reported to every rank as PLX_ERROR_REMOTE naming the lost rank, within
+ * PLEXUS_TIMEOUT_MS at most.
  *
  * Returns PLX_ERROR_INVALID_ARGUMENT if comm is NULL, nranks < 1, rank not in 0..nranks-1, or the
  * id is malformed; PLX_ERROR_TIMEOUT if not every rank joined within PLEXUS_TIMEOUT_MS;
  * PLX_ERROR_REMOTE if ranks disagree on nranks or two ranks claim the same rank;
- * PLX_ERROR_TRANSPORT if no libfabric provider can be opened (PLEXUS_FI_PROVIDER forces one).
+ * PLX_ERROR_TRANSPORT if no transport can be opened (PLEXUS_TRANSPORT, PLEXUS_FI_PROVIDER).
  * *comm is written only on success. Thread-safe for distinct comm outputs.
  */
 plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id, int rank);
@@ -236,8 +240,9 @@ plx_result_t plx_comm_size(plx_comm_t comm, int* size);
 plx_result_t plx_comm_local_rank(plx_comm_t comm, int* local_rank);
 plx_result_t plx_comm_local_size(plx_comm_t comm, int* local_size);
 
-/* Name of the libfabric provider the communicator runs on ("tcp;ofi_rxm", "shm", "efa", ...).
- * The string lives as long as the communicator. PLX_ERROR_INVALID_ARGUMENT if an argument is NULL. */
+/* Name of the transport the communicator runs on: the libfabric provider ("tcp;ofi_rxm", "shm",
+ * "efa", ...) or UCX with its transports ("ucx;tcp", ...). The string lives as long as the
+ * communicator. PLX_ERROR_INVALID_ARGUMENT if an argument is NULL. */
 plx_result_t plx_comm_transport_name(plx_comm_t comm, const char** name);
 
 /* Frees the communicator after a clean shutdown: waits (bounded by PLEXUS_TIMEOUT_MS) until
@@ -475,16 +480,17 @@ plx_result_t plx_ibarrier(plx_comm_t comm, plx_request_t* request);
 
 /* Waits for the request to finish, completes it (a device buffer's copy back, see above), frees
  * it, and returns the operation's result (with plx_get_last_error() set on failure). The wait
- * sleeps; it does not spin. A NULL request returns PLX_ERROR_INVALID_ARGUMENT; a request of the
- * still open group returns PLX_ERROR_INVALID_USAGE (call plx_group_end first). The request is
- * invalid afterwards. */
+ * sleeps; it does not spin. A NULL request returns PLX_ERROR_INVALID_ARGUMENT; a request of a
+ * still open group (of this thread or another) returns PLX_ERROR_INVALID_USAGE (call
+ * plx_group_end first). The request is invalid afterwards. */
 plx_result_t plx_wait(plx_request_t request);
 
 /* Never waits for the operation. If the request has finished: completes it (for device buffers
  * this includes the copy back, a bounded wait for a device copy), frees it, sets *done = 1 and
  * returns its result. Otherwise (still running, or being completed by another thread) sets
  * *done = 0 and returns PLX_SUCCESS (the request stays valid). PLX_ERROR_INVALID_ARGUMENT if
- * request or done is NULL. */
+ * request or done is NULL; PLX_ERROR_INVALID_USAGE (and *done = 0) for a request of a still
+ * open group, which would never finish before plx_group_end. */
 plx_result_t plx_test(plx_request_t request, int* done);
 
 /* plx_wait on each of requests[0..count-1] in order (count is a number of requests; 0 returns
@@ -493,7 +499,8 @@ plx_result_t plx_test(plx_request_t request, int* done);
  * skipped), even after an earlier one failed. Returns PLX_SUCCESS, or the first failure, with
  * a message "plx_waitall: requests[i]: ...". PLX_ERROR_INVALID_ARGUMENT if requests is NULL with
  * count > 0 or a request appears twice in it; PLX_ERROR_INVALID_USAGE if a request belongs to
- * the still open group (in both refusals nothing is waited for or freed). Thread safety: as
+ * a still open group, of this thread or another (in both refusals nothing is waited for or
+ * freed). Thread safety: as
  * plx_wait, any thread may call it, but no other thread may wait on or test any of these
  * requests meanwhile. The array stays the caller's. */
 plx_result_t plx_waitall(size_t count, plx_request_t* requests);

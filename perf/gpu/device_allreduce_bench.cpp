@@ -214,6 +214,13 @@ int main(int argc, char** argv) {
                                   : o.datatype == "float64"  ? PLX_FLOAT64
                                   : o.datatype == "int32"    ? PLX_INT32
                                                              : PLX_FLOAT32;
+  int devices = 0;
+  if (const cudaError_t err = cudaGetDeviceCount(&devices); err != cudaSuccess || devices == 0) {
+    // Exit 2, not 1 (a wrong element): there is nothing to measure here.
+    fmt::print(stderr, "plexus-gpu-allreduce: no CUDA device: cudaGetDeviceCount: {}\n",
+               err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+    return 2;
+  }
   try {
     return run(o, datatype, o.op == "max" ? PLX_MAX : PLX_SUM);
   } catch (const Failure& f) {
