@@ -101,7 +101,10 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   PLX_CHECK(config_bytes("PLEXUS_FI_MAX_MSG_BYTES", 0, SIZE_MAX, &max_msg_bytes));
   {  // read by the libfabric transport; a bad value fails every transport alike
     std::optional<int64_t> fi_hmem;
-    PLX_CHECK(config_integer("PLEXUS_FI_HMEM", 0, 2, &fi_hmem));
+    if (config_integer("PLEXUS_FI_HMEM", 0, 2, &fi_hmem) != PLX_SUCCESS) {
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("rank {}: {}", setup.rank, last_error()));
+    }
   }
   comm->async = std::make_shared<AsyncState>();
   comm->server = std::move(setup.server);
