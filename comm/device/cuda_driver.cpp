@@ -20,6 +20,7 @@ constexpr unsigned kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_DEVICE
 using PointerGetAttribute = int (*)(void* data, int attribute, unsigned long long ptr);
 
 std::atomic<bool> g_loaded{false};
+std::atomic<void*> g_handle{nullptr};
 std::atomic<PointerGetAttribute> g_get_attribute{nullptr};
 
 // Whether libcuda.so.1 is among the loaded objects. A walk of the
@@ -53,6 +54,7 @@ bool cuda_driver_loaded() {
   if (handle == nullptr) return false;
   auto* fn = reinterpret_cast<PointerGetAttribute>(dlsym(handle, "cuPointerGetAttribute"));
   g_get_attribute.store(fn, std::memory_order_release);
+  g_handle.store(handle, std::memory_order_release);
   g_loaded.store(true, std::memory_order_release);
   // The reference taken by dlopen stays: the driver is never unloaded while we may call it.
   return true;
@@ -69,6 +71,12 @@ bool driver_says_device(const void* ptr) {
   unsigned managed = 0;
   if (get(&managed, kAttributeIsManaged, address) != 0) return false;
   return managed == 0;
+}
+
+void* cuda_driver_symbol(const char* name) {
+  if (!cuda_driver_loaded()) return nullptr;
+  void* handle = g_handle.load(std::memory_order_acquire);
+  return handle == nullptr ? nullptr : dlsym(handle, name);
 }
 
 }  // namespace plexus::comm::device

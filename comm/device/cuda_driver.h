@@ -18,4 +18,8 @@ bool cuda_driver_loaded();
 // when the driver is not loaded, does not know the pointer, or ptr is NULL.
 bool driver_says_device(const void* ptr);
 
+// The loaded driver's entry point `name` (dlsym), or NULL when the driver is not loaded or lacks
+// it. Never loads the driver.
+void* cuda_driver_symbol(const char* name);
+
 }  // namespace plexus::comm::device

@@ -26,7 +26,6 @@
 //
 // plx_comm_last_algorithm says "send:fi_hmem" or "recv:fi_hmem" after such a call.
 #include <cuda.h>
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,12 +58,10 @@ struct DriverCalls {
 const DriverCalls& driver_calls() {
   static const DriverCalls calls = [] {
     DriverCalls found;
-    if (!cuda_driver_loaded()) return found;
-    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (handle == nullptr) return found;
-    found.get = reinterpret_cast<PointerGetAttributes>(dlsym(handle, "cuPointerGetAttributes"));
-    found.set = reinterpret_cast<PointerSetAttribute>(dlsym(handle, "cuPointerSetAttribute"));
-    return found;  // the reference taken by dlopen stays
+    found.get =
+        reinterpret_cast<PointerGetAttributes>(cuda_driver_symbol("cuPointerGetAttributes"));
+    found.set = reinterpret_cast<PointerSetAttribute>(cuda_driver_symbol("cuPointerSetAttribute"));
+    return found;
   }();
   return calls;
 }
