@@ -18,9 +18,11 @@ inline size_t times_or_max(size_t a, size_t b) {
   return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b;
 }
 
+// `count` is the call's count as its signature has it (DeviceArgs::count), where one is needed.
 inline DeviceArgs make_args(Collective collective, plx_datatype_t datatype, const void* send,
-                            size_t send_count, void* recv, size_t recv_count) {
+                            size_t send_count, void* recv, size_t recv_count, size_t count = 0) {
   DeviceArgs args;
+  args.count = count;
   args.collective = collective;
   args.datatype = datatype;
   args.send = send;
@@ -32,42 +34,32 @@ inline DeviceArgs make_args(Collective collective, plx_datatype_t datatype, cons
 
 inline DeviceArgs allreduce_args(const void* send, void* recv, size_t count,
                                  plx_datatype_t datatype, plx_red_op_t op) {
-  DeviceArgs args = make_args(Collective::Allreduce, datatype, send, count, recv, count);
-  args.count = count;
+  DeviceArgs args = make_args(Collective::Allreduce, datatype, send, count, recv, count, count);
   args.op = op;
   return args;
 }
 
 inline DeviceArgs reduce_args(const void* send, void* recv, size_t count, plx_datatype_t datatype,
                               bool is_root) {
-  DeviceArgs args =
-      make_args(Collective::Reduce, datatype, send, count, recv, is_root ? count : 0);
-  args.count = count;
-  return args;
+  return make_args(Collective::Reduce, datatype, send, count, recv, is_root ? count : 0, count);
 }
 
 inline DeviceArgs broadcast_args(const void* send, void* recv, size_t count,
                                  plx_datatype_t datatype, bool is_root) {
-  DeviceArgs args =
-      make_args(Collective::Broadcast, datatype, send, is_root ? count : 0, recv, count);
-  args.count = count;
-  return args;
+  return make_args(Collective::Broadcast, datatype, send, is_root ? count : 0, recv, count,
+                   count);
 }
 
 inline DeviceArgs reduce_scatter_args(const void* send, void* recv, size_t recvcount,
                                       plx_datatype_t datatype, int n) {
-  DeviceArgs args = make_args(Collective::ReduceScatter, datatype, send,
-                              times_or_max(recvcount, static_cast<size_t>(n)), recv, recvcount);
-  args.count = recvcount;
-  return args;
+  return make_args(Collective::ReduceScatter, datatype, send,
+                   times_or_max(recvcount, static_cast<size_t>(n)), recv, recvcount, recvcount);
 }
 
 inline DeviceArgs allgather_args(const void* send, void* recv, size_t sendcount,
                                  plx_datatype_t datatype, int n) {
-  DeviceArgs args = make_args(Collective::Allgather, datatype, send, sendcount, recv,
-                              times_or_max(sendcount, static_cast<size_t>(n)));
-  args.count = sendcount;
-  return args;
+  return make_args(Collective::Allgather, datatype, send, sendcount, recv,
+                   times_or_max(sendcount, static_cast<size_t>(n)), sendcount);
 }
 
 inline DeviceArgs alltoall_args(const void* send, void* recv, size_t count,
