@@ -493,16 +493,17 @@ plx_result_t plx_wait(plx_request_t request);
  * open group, which would never finish before plx_group_end. */
 plx_result_t plx_test(plx_request_t request, int* done);
 
-/* plx_wait on each of requests[0..count-1] in order (count is a number of requests; 0 returns
- * PLX_SUCCESS at once, and requests may then be NULL): every non-NULL request is completed
- * (for device buffers, its copy back) and freed and its entry set to NULL (NULL entries are
- * skipped), even after an earlier one failed. Returns PLX_SUCCESS, or the first failure, with
- * a message "plx_waitall: requests[i]: ...". PLX_ERROR_INVALID_ARGUMENT if requests is NULL with
- * count > 0 or a request appears twice in it; PLX_ERROR_INVALID_USAGE if a request belongs to
- * a still open group, of this thread or another (in both refusals nothing is waited for or
- * freed). Thread safety: as
- * plx_wait, any thread may call it, but no other thread may wait on or test any of these
- * requests meanwhile. The array stays the caller's. */
+/* plx_wait on each of requests[0..count-1] in order, as MPI_Waitall (MPI standard, "Multiple
+ * Completions"), except that the first failure is returned instead of per-request statuses.
+ * count is a number of requests; 0 returns PLX_SUCCESS at once, and requests may then be NULL.
+ * Every non-NULL request is completed (for device buffers, its copy back) and freed and its
+ * entry set to NULL (NULL entries are skipped), even after an earlier one failed. Returns
+ * PLX_SUCCESS, or the first failure, with a message "plx_waitall: requests[i]: ...".
+ * PLX_ERROR_INVALID_ARGUMENT if requests is NULL with count > 0 or a request appears twice in
+ * it; PLX_ERROR_INVALID_USAGE if a request belongs to a still open group, of this thread or
+ * another (in both refusals nothing is waited for or freed). Thread safety: as plx_wait, any
+ * thread may call it, but no other thread may wait on or test any of these requests meanwhile.
+ * The array stays the caller's. */
 plx_result_t plx_waitall(size_t count, plx_request_t* requests);
 
 /* ------------------------------------------------------------------------------------------
