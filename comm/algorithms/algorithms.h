@@ -52,6 +52,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/transport/peer_memory/shared_buffer.h"
 #include "comm/transport/tag.h"
 #include "comm/transport/transport.h"
 #include "plexus/plexus.h"
@@ -99,6 +100,11 @@ struct CollArgs {
   // every rank, the hierarchical ones' intra-host phases); NULL: none. Not owned; the
   // algorithms advance its piece counter.
   PeerMemory* peers = nullptr;
+  // sendbuf and recvbuf as registered plx_mem_alloc memory (shared_buffer.h), which peers on
+  // this host may map; alloc_id 0 when not (then only the staged shm path can run). Set for
+  // allreduce with peer memory.
+  SharedBufferRef send_ref{};
+  SharedBufferRef recv_ref{};
 };
 
 using AlgorithmFn = plx_result_t (*)(Transport& transport, uint64_t tag_base,

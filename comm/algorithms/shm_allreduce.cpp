@@ -21,6 +21,9 @@
 // out (staging the own part too, as a first version did, cost another m/n of copies). Two
 // waits per piece, no messages. Each part is reduced by one rank, so every rank holds the same
 // bits.
+//
+// Calls of kRegisteredMinBytes or more first try shm_registered_allreduce.cpp, which skips the
+// staging when every rank's buffers are registered (plx_comm_register).
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
 
@@ -70,7 +73,16 @@ plx_result_t shm_allreduce(Transport& transport, uint64_t tag_base, const CollAr
   if (!args.peers || args.peers->size() != transport.size() || transport.size() == 1) {
     return ring_allreduce(transport, tag_base, args);
   }
-  return shm_reduce_pieces(*args.peers, args, -1, "allreduce:shm");
+  PeerMemory& peers = *args.peers;
+  peers.last_zero_copy = false;
+  // Large calls first ask whether every rank's buffers are registered (a barrier more; the
+  // same decision everywhere, since the count is): then no staging at all.
+  if (args.count * datatype_bytes(args.datatype) >= kRegisteredMinBytes) {
+    bool done = false;
+    PLX_CHECK(shm_registered_allreduce(peers, args, &done));
+    if (done) return PLX_SUCCESS;
+  }
+  return shm_reduce_pieces(peers, args, -1, "allreduce:shm");
 }
 
 }  // namespace plexus::comm

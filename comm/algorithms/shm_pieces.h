@@ -90,4 +90,11 @@ inline void reduce_slots(void* dst, const PeerMemory& peers, uint32_t piece, siz
 plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root,
                                const char* op_name);
 
+// Allreduce between the ranks' registered buffers (plx_comm_register), with no staging:
+// shm_registered_allreduce.cpp. Run by every rank of `peers` alike on calls of at least
+// kRegisteredMinBytes; *done false (on every rank alike) when some rank's buffers are not
+// registered or could not be mapped, and the staged path must run.
+constexpr size_t kRegisteredMinBytes = size_t{256} << 10;
+plx_result_t shm_registered_allreduce(PeerMemory& peers, const CollArgs& args, bool* done);
+
 }  // namespace plexus::comm

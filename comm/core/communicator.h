@@ -19,6 +19,7 @@
 #include "comm/bootstrap/unique_id.h"
 #include "comm/core/async_state.h"
 #include "comm/core/executor.h"
+#include "comm/core/shared_allocations.h"
 #include "comm/device/device_state.h"
 #include "comm/transport/peer_memory/peer_memory.h"
 #include "comm/transport/tag.h"
@@ -74,6 +75,9 @@ struct plx_comm {
   };
   std::map<int, PremulOp> premul_ops;
   int next_premul_op = PLX_NUM_OPS;
+
+  // plx_comm_register's ranges (plx_mem_alloc memory the peers on this host may map).
+  plexus::comm::Registrations registrations;
 
   // Blocking calls running on a caller's thread (plx_comm_abort waits for them to notice).
   std::atomic<int> active_calls{0};

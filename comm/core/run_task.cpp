@@ -125,7 +125,17 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   if (!moves_data(a)) return PLX_SUCCESS;
   std::unique_ptr<unsigned char[]> scratch;
   if (op.premul) PLX_CHECK(apply_premul(comm, op, &scratch));
-  return chosen.fn(*comm->transport, op.tag_base, a);
+  if (a.peers) a.peers->last_zero_copy = false;
+  if (a.collective == Collective::Allreduce && a.peers && comm->registrations.size() > 0) {
+    const size_t bytes = a.count * datatype_bytes(a.datatype);
+    a.send_ref = comm->registrations.buffer_ref(a.sendbuf, bytes);
+    a.recv_ref = comm->registrations.buffer_ref(a.recvbuf, bytes);
+  }
+  PLX_CHECK(chosen.fn(*comm->transport, op.tag_base, a));
+  if (a.collective == Collective::Allreduce && a.peers && a.peers->last_zero_copy) {
+    comm->last_algorithm = "allreduce:shm_registered";
+  }
+  return PLX_SUCCESS;
 }
 
 }  // namespace

@@ -557,6 +557,44 @@ plx_result_t plx_comm_split(plx_comm_t comm, int color, int key, plx_comm_t* new
 plx_result_t plx_comm_set_algorithm(plx_comm_t comm, const char* spec);
 plx_result_t plx_comm_last_algorithm(plx_comm_t comm, const char** name);
 
+/* ------------------------------------------------------------------------------------------
+ * Registered buffers (after NCCL's ncclMemAlloc / ncclCommRegister user-buffer registration).
+ * Host memory from plx_mem_alloc can be mapped by the other ranks of the host; once a range of
+ * it is registered on a communicator, collectives there may read and write it from the peers'
+ * processes directly instead of copying through staging buffers.
+ *
+ * Today one path uses them: plx_allreduce / plx_iallreduce of at least 256 KiB on a
+ * communicator whose ranks all share one host with peer memory (PLEXUS_SHM=1, the default),
+ * when on EVERY rank both sendbuf and recvbuf (the whole count) lie in registered ranges
+ * (plx_comm_last_algorithm then says "allreduce:shm_registered"). Each rank reduces its 1/n of
+ * the vector straight from all the sendbufs into all the recvbufs: about 2x less memory traffic
+ * than the staged path. When any rank's buffers are not registered, or a peer cannot map them
+ * (another pid namespace), every rank takes the staged path: same results, no error. Such
+ * calls then cost one short barrier more. Other collectives and transports ignore
+ * registrations. Buffers of one rank must not overlap each other except exactly (in place).
+ *
+ * plx_mem_alloc: *ptr = `bytes` bytes (rounded up to whole pages) of zeroed host memory, an
+ *   anonymous memfd mapped MAP_SHARED (nothing is left behind when the process ends).
+ *   PLX_ERROR_INVALID_ARGUMENT: ptr NULL, bytes 0 or above 2^48. PLX_ERROR_SYSTEM: memfd_create,
+ *   ftruncate or mmap failed (errno text). Thread-safe.
+ * plx_mem_free: frees memory from plx_mem_alloc (NULL: nothing, PLX_SUCCESS); registrations of
+ *   it stop applying (deregister them too). Peers that mapped it keep their mapping until their
+ *   communicator is destroyed or drops old mappings (at 64 per communicator), so the pages are
+ *   returned to the system only then. PLX_ERROR_INVALID_ARGUMENT: ptr not from plx_mem_alloc or
+ *   already freed. Thread-safe.
+ * plx_comm_register: registers [buff, buff + bytes) on comm; *handle identifies it for
+ *   plx_comm_deregister. Local (not collective), may be called from any thread, also while
+ *   calls on comm are in flight (they see it or not, consistently per call). The range must lie
+ *   inside one plx_mem_alloc allocation: else PLX_ERROR_INVALID_ARGUMENT naming the rank and the
+ *   address, as for comm, buff or handle NULL or bytes 0. Ranges may overlap.
+ * plx_comm_deregister: removes a registration; PLX_ERROR_INVALID_ARGUMENT when handle is not a
+ *   live registration of comm. plx_comm_destroy drops every registration of comm.
+ * ------------------------------------------------------------------------------------------ */
+plx_result_t plx_mem_alloc(void** ptr, size_t bytes);
+plx_result_t plx_mem_free(void* ptr);
+plx_result_t plx_comm_register(plx_comm_t comm, void* buff, size_t bytes, void** handle);
+plx_result_t plx_comm_deregister(plx_comm_t comm, void* handle);
+
 /* Writes the table of every PLEXUS_* environment variable libplexus reads to `out`: per
  * variable its name, type (integer, bytes, string, level), default and a one-paragraph help text,
  * in the order of the table in comm/core/config.cpp. docs/tuning.md is kept in step with it by a

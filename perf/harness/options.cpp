@@ -78,6 +78,12 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& collect
   app.add_option("-a,--algorithm", options->algorithm,
                  "force algorithms with plx_comm_set_algorithm, e.g. allreduce:ring "
                  "(PLEXUS_ALGO syntax; default: the cost model chooses)");
+  int registered = 0;
+  app.add_option("-R,--local_register", registered,
+                 "1: buffers from plx_mem_alloc, registered with plx_comm_register (as "
+                 "nccl-tests -R); the shm allreduce then reads and writes them directly")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
   app.add_option("-J,--output_file", options->json_path, "write the results as JSON here");
   try {
     app.parse(argc, argv);
@@ -89,6 +95,7 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& collect
   }
   options->argv.assign(argv, argv + argc);
   options->check = check != 0;
+  options->registered = registered != 0;
 
   std::string error;
   auto min = parse_bytes(min_bytes), max = parse_bytes(max_bytes);

@@ -20,16 +20,62 @@ constexpr double kSentinel = -1.0;  // never an expected value; all ones in unsi
 constexpr size_t kInfoBytes = 256;  // one rank's description in the info exchange
 
 // The buffers of one row: out of place, send and recv; in place, both inside recv, at the
-// collective's in-place offsets.
-struct Buffers {
-  std::vector<std::byte> send, recv;
+// collective's in-place offsets. With -R they are plx_mem_alloc memory registered on the
+// communicator (nccl-tests' -R: ncclMemAlloc + ncclCommRegister), grown as the sizes grow.
+class Buffers {
+ public:
+  Buffers(bool registered, plx_comm_t comm) : registered_(registered), comm_(comm) {}
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers() {
+    release(send_);
+    release(recv_);
+  }
+  void resize(size_t send_bytes, size_t recv_bytes) {
+    grow(send_, send_bytes);
+    grow(recv_, recv_bytes);
+  }
+  std::byte* send() { return send_.data; }
+  std::byte* recv() { return recv_.data; }
+
+ private:
+  struct Block {
+    std::vector<std::byte> plain;
+    std::byte* data = nullptr;
+    size_t bytes = 0;
+    void* handle = nullptr;  // the registration, with -R
+  };
+  void grow(Block& b, size_t bytes) {
+    if (!registered_) {
+      b.plain.resize(bytes);
+      b.data = b.plain.data();
+      return;
+    }
+    bytes = std::max<size_t>(bytes, 1);
+    if (bytes <= b.bytes) return;
+    release(b);
+    void* memory = nullptr;
+    check_plexus(plx_mem_alloc(&memory, bytes), "plx_mem_alloc");
+    b.data = static_cast<std::byte*>(memory);
+    b.bytes = bytes;
+    check_plexus(plx_comm_register(comm_, memory, bytes, &b.handle), "plx_comm_register");
+  }
+  void release(Block& b) {
+    if (!b.handle) return;
+    plx_comm_deregister(comm_, b.handle);
+    plx_mem_free(b.data);
+    b = Block{};
+  }
+  bool registered_;
+  plx_comm_t comm_;
+  Block send_, recv_;
 };
 
 void fill(const Collective& c, const CaseParams& p, Buffers& b, bool in_place, void** send,
           void** recv) {
   const size_t elem = plx_datatype_size(p.datatype);
-  *recv = in_place ? b.recv.data() + c.in_place_recv_offset(p) * elem : b.recv.data();
-  *send = in_place ? b.recv.data() + c.in_place_send_offset(p) * elem : b.send.data();
+  *recv = in_place ? b.recv() + c.in_place_recv_offset(p) * elem : b.recv();
+  *send = in_place ? b.recv() + c.in_place_send_offset(p) * elem : b.send();
   for (size_t i = 0; i < c.recv_count(p); ++i) store_element(*recv, i, p.datatype, kSentinel);
   for (size_t i = 0; i < c.send_count(p); ++i) {
     store_element(*send, i, p.datatype, c.input(p, p.rank, i));
@@ -155,7 +201,7 @@ BenchOutcome run_benchmark(const Collective& c, const BenchOptions& options, plx
 
   const std::vector<size_t> sizes = message_sizes(options);
   const std::vector<plx_red_op_t> ops = c.has_op() ? options.ops : std::vector{PLX_SUM};
-  Buffers buffers;
+  Buffers buffers(options.registered, comm);
   int64_t total_wrong = 0;
   double busbw_sum = 0;
   int measurements = 0;
@@ -165,10 +211,10 @@ BenchOutcome run_benchmark(const Collective& c, const BenchOptions& options, plx
       for (size_t bytes : sizes) {
         CaseParams p{c.count_column(bytes / elem, nranks), datatype, op, options.root, rank,
                      nranks};
-        buffers.send.resize(c.send_count(p) * elem);
-        buffers.recv.resize(std::max(c.in_place_recv_offset(p) + c.recv_count(p),
-                                     c.in_place_send_offset(p) + c.send_count(p)) *
-                            elem);
+        buffers.resize(c.send_count(p) * elem,
+                       std::max(c.in_place_recv_offset(p) + c.recv_count(p),
+                                c.in_place_send_offset(p) + c.send_count(p)) *
+                           elem);
         Row row;
         row.bytes = row_bytes(c, p);
         row.count = p.count;

@@ -1,6 +1,7 @@
 // peer_memory.cpp - see peer_memory.h.
 #include "comm/transport/peer_memory/peer_memory.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ constexpr size_t kNameBytes = 128;      // the create message: status byte, then
 constexpr int kSleepUs = 2000;          // one futex sleep; checks run between sleeps
 constexpr int kIdleSleepUs = 250;       // with IdleWork: run it at least this often
 constexpr int kSpins = 200;             // polls before the first sleep (a few microseconds)
+constexpr int kYields = 32;             // then polls after sched_yield (see wait_word)
 constexpr auto kPidCheckEvery = std::chrono::milliseconds(50);
 
 plx_result_t exchange(Transport& transport, bool send, int peer, uint64_t tag, void* buf,
@@ -167,6 +169,10 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
     if (reached(word.value.load(std::memory_order_acquire), target)) return PLX_SUCCESS;
     cpu_relax();
   }
+  for (int i = 0; i < kYields; ++i) {
+    ::sched_yield();
+    if (reached(word.value.load(std::memory_order_acquire), target)) return PLX_SUCCESS;
+  }
   const auto start = Clock::now();
   auto next_pid_check = start + kPidCheckEvery;
   const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
@@ -212,6 +218,11 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
                               op, me, them, what, target - 1, timeout_ms_));
     }
   }
+}
+
+pid_t PeerMemory::peer_pid(int peer) const {
+  const RankWords& words = segment_.words(peer);
+  return words.pid > 0 && words.pid_namespace == pid_namespace() ? words.pid : 0;
 }
 
 plx_result_t PeerMemory::wait_arrived(int peer, uint32_t piece, const char* op,

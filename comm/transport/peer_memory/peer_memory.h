@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "comm/transport/peer_memory/peer_segment.h"
+#include "comm/transport/peer_memory/shared_buffer.h"
 #include "comm/transport/transport.h"
 #include "plexus/plexus.h"
 
@@ -101,6 +102,16 @@ class PeerMemory {
   plx_result_t wait_all_arrived(uint32_t piece, const char* op, const IdleWork* idle = nullptr);
   plx_result_t wait_all_reduced(uint32_t piece, const char* op);
 
+  // Member `peer`'s process id as this process can use it (/proc/<pid>), or 0 when it runs in
+  // another pid namespace (then its plx_mem_alloc buffers cannot be mapped from here).
+  pid_t peer_pid(int peer) const;
+  // The peers' plx_mem_alloc allocations mapped here (the registered-buffer allreduce,
+  // shm_registered_allreduce.cpp); unmapped with the segment.
+  PeerAllocations& allocations() { return allocations_; }
+  // Whether the last allreduce through this segment read and wrote the ranks' registered
+  // buffers directly (for plx_comm_last_algorithm); set by the shm allreduce.
+  bool last_zero_copy = false;
+
   PeerMemory(const PeerMemory&) = delete;
   PeerMemory& operator=(const PeerMemory&) = delete;
   ~PeerMemory();
@@ -113,6 +124,7 @@ class PeerMemory {
   plx_result_t fail(plx_result_t code, std::string message);
 
   SegmentMapping segment_;
+  PeerAllocations allocations_;
   std::vector<int> members_;  // communicator rank of each member
   int rank_ = 0;
   int size_ = 1;

@@ -1,0 +1,90 @@
+// shared_buffer.cpp - see shared_buffer.h.
+#include "comm/transport/peer_memory/shared_buffer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace plexus::comm {
+
+std::string shared_allocation_name(pid_t pid, uint64_t id) {
+  return fmt::format("plexus-mem-{}-{}", pid, id);
+}
+
+PeerAllocations::~PeerAllocations() {
+  for (const Mapping& m : mappings_) ::munmap(m.base, m.bytes);
+}
+
+void PeerAllocations::make_room(size_t count) {
+  if (mappings_.size() + count <= kMaxMappings) return;
+  std::vector<Mapping> kept;
+  for (const Mapping& m : mappings_) {
+    bool keep = false;
+    const size_t at = static_cast<size_t>(m.peer) * 4;
+    for (size_t k = at; k + 1 < at + 4 && k + 1 < verified_.size(); k += 2) {
+      keep = keep || (verified_[k] == m.id && verified_[k + 1] == m.bytes);
+    }
+    if (keep) {
+      kept.push_back(m);
+    } else {
+      ::munmap(m.base, m.bytes);
+    }
+  }
+  mappings_ = std::move(kept);
+}
+
+unsigned char* PeerAllocations::resolve(int peer, pid_t pid, const SharedBufferRef& ref,
+                                        std::string* why) {
+  for (const Mapping& m : mappings_) {
+    if (m.peer == peer && m.pid == pid && m.id == ref.alloc_id && m.bytes == ref.alloc_bytes) {
+      return static_cast<unsigned char*>(m.base) + ref.offset;
+    }
+  }
+  if (ref.alloc_id == 0 || ref.fd < 0 || ref.alloc_bytes == 0 || ref.offset >= ref.alloc_bytes ||
+      pid <= 0) {
+    *why = fmt::format("no usable reference (allocation {}, fd {}, {} bytes, offset {}, pid {})",
+                       ref.alloc_id, ref.fd, ref.alloc_bytes, ref.offset, pid);
+    return nullptr;
+  }
+  const std::string path = fmt::format("/proc/{}/fd/{}", pid, ref.fd);
+  char link[256] = {};
+  const ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
+  if (n < 0) {
+    *why = fmt::format("readlink {}: {}", path, std::strerror(errno));
+    return nullptr;
+  }
+  const std::string expected = "/memfd:" + shared_allocation_name(pid, ref.alloc_id) + " (deleted)";
+  if (std::string(link, static_cast<size_t>(n)) != expected) {
+    *why = fmt::format("{} is '{}', not allocation {} of pid {}", path, link, ref.alloc_id, pid);
+    return nullptr;
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    *why = fmt::format("open {}: {}", path, std::strerror(errno));
+    return nullptr;
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || static_cast<uint64_t>(info.st_size) < ref.alloc_bytes) {
+    *why = fmt::format("{}: {} bytes, the reference says {}", path,
+                       static_cast<long long>(info.st_size), ref.alloc_bytes);
+    ::close(fd);
+    return nullptr;
+  }
+  void* base = ::mmap(nullptr, ref.alloc_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    *why = fmt::format("mmap of {} bytes of {}: {}", ref.alloc_bytes, path, std::strerror(err));
+    return nullptr;
+  }
+  mappings_.push_back({peer, pid, ref.alloc_id, base, ref.alloc_bytes});
+  return static_cast<unsigned char*>(base) + ref.offset;
+}
+
+}  // namespace plexus::comm
