@@ -12,6 +12,8 @@
 #     rank count;
 #  4. -r rounds of: for each rank count run, one after the other, each under `timeout -t` s,
 #       plexus   plexus-run -n N -- plexus-bench COLL ...      (PLEXUS_FI_PROVIDER passes through)
+#       plexus_reg  the same with -R 1: buffers from plx_mem_alloc, registered on the
+#                communicator (nccl-tests' -R), which the one-host allreduce reads directly
 #       gloo     plexus-run -n N -- gloo_bench COLL -s STORE   (Gloo's tcp transport, FileStore)
 #       openmpi  mpirun.openmpi --oversubscribe --allow-run-as-root -np N mpi_bench_openmpi COLL
 #       mpich    mpiexec.mpich -n N mpi_bench_mpich COLL
@@ -131,6 +133,8 @@ for round in $(seq 1 "$rounds"); do
   for n in "${rank_list[@]}"; do
     run plexus "$n" "$bin/plexus-run" -n "$n" -- "$bin/plexus-bench" "$coll" "${sizes[@]}" \
       ${algo:+-a "$algo"}
+    run plexus_reg "$n" "$bin/plexus-run" -n "$n" -- "$bin/plexus-bench" "$coll" "${sizes[@]}" \
+      -R 1 ${algo:+-a "$algo"}
     for peer in "${peer_list[@]}"; do
       case $peer in
         gloo)

@@ -55,6 +55,19 @@ int main(void) {
   expect(strncmp(plx_get_last_error(NULL), "plx_waitall: ", 13) == 0 &&
              strstr(plx_get_last_error(NULL), "requests") != NULL,
          "plx_waitall(1, NULL) message names requests");
+  {
+    void* memory = NULL;
+    void* handle = NULL;
+    expect(plx_mem_alloc(&memory, 100) == PLX_SUCCESS && memory != NULL, "plx_mem_alloc");
+    expect(memory != NULL && ((unsigned char*)memory)[99] == 0, "plx_mem_alloc zeroes");
+    expect(plx_comm_register(NULL, memory, 100, &handle) == PLX_ERROR_INVALID_ARGUMENT &&
+               handle == NULL,
+           "plx_comm_register on NULL comm");
+    expect(plx_comm_deregister(NULL, handle) == PLX_ERROR_INVALID_ARGUMENT,
+           "plx_comm_deregister on NULL comm");
+    expect(plx_mem_free(memory) == PLX_SUCCESS, "plx_mem_free");
+    expect(plx_mem_free(memory) == PLX_ERROR_INVALID_ARGUMENT, "plx_mem_free twice");
+  }
   expect(plx_comm_destroy(NULL) == PLX_SUCCESS, "destroy NULL");
   expect(plx_comm_abort(NULL) == PLX_SUCCESS, "abort NULL");
   for (type = PLX_INT8; type < PLX_NUM_DATATYPES; type = (plx_datatype_t)(type + 1)) {
