@@ -39,7 +39,7 @@ plx_result_t plx_comm_register(plx_comm_t comm, void* buff, size_t bytes, void**
                                    "allocation of plx_mem_alloc",
                                    fn, comm->rank, buff, bytes));
     }
-    *handle = comm->registrations.add(buff, bytes);
+    *handle = comm->registrations.add(buff, bytes, ref.alloc_id);
     return PLX_SUCCESS;
   });
 }

@@ -1,6 +1,7 @@
 // shared_allocations.cpp - see shared_allocations.h.
 #include "comm/core/shared_allocations.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -47,9 +48,12 @@ plx_result_t shared_alloc(const char* fn, size_t bytes, void** out) {
   if (bytes == 0) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT, fmt::format("{}: bytes is 0", fn));
   }
-  if (bytes > (size_t{1} << 48)) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto host_bytes = static_cast<size_t>(::sysconf(_SC_PHYS_PAGES)) * page;
+  if (bytes > host_bytes) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
-                     fmt::format("{}: bytes {} is more than 2^48", fn, bytes));
+                     fmt::format("{}: bytes {} is more than this host's memory ({} bytes)", fn,
+                                 bytes, host_bytes));
   }
   AllocationTable& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
@@ -62,12 +66,15 @@ plx_result_t shared_alloc(const char* fn, size_t bytes, void** out) {
                      fmt::format("{}: memfd_create for {} bytes: {}", fn, bytes,
                                  std::strerror(errno)));
   }
-  if (::ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
-    const int err = errno;
+  // The pages are allocated now (zeroed), as cudaMalloc does: a size the host cannot back fails
+  // here with an error instead of a SIGBUS later, and the first collective on the memory does
+  // not fault its pages in one by one.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(mapped)); err != 0) {
     ::close(fd);
-    return set_error(PLX_ERROR_SYSTEM, fmt::format("{}: ftruncate to {} bytes: {}", fn, mapped, std::strerror(err)));
+    return set_error(PLX_ERROR_SYSTEM, fmt::format("{}: allocating {} bytes: {}", fn, mapped,
+                                                   std::strerror(err)));
   }
-  void* base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (base == MAP_FAILED) {
     const int err = errno;
     ::close(fd);
@@ -108,9 +115,10 @@ bool shared_allocation_of(const void* ptr, size_t bytes, SharedBufferRef* ref) {
   return true;
 }
 
-void* Registrations::add(void* buff, size_t bytes) {
+void* Registrations::add(void* buff, size_t bytes, uint64_t alloc_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ranges_.push_back(std::make_unique<Range>(Range{static_cast<unsigned char*>(buff), bytes}));
+  ranges_.push_back(
+      std::make_unique<Range>(Range{static_cast<unsigned char*>(buff), bytes, alloc_id}));
   return ranges_.back().get();
 }
 
@@ -130,20 +138,17 @@ size_t Registrations::size() const {
 
 SharedBufferRef Registrations::buffer_ref(const void* ptr, size_t bytes) const {
   const auto* p = static_cast<const unsigned char*>(ptr);
-  bool registered = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& r : ranges_) {
-      if (p >= r->begin && static_cast<size_t>(p - r->begin) <= r->bytes &&
-          bytes <= r->bytes - static_cast<size_t>(p - r->begin)) {
-        registered = true;
-        break;
-      }
+  SharedBufferRef ref;
+  if (!shared_allocation_of(ptr, bytes, &ref)) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& r : ranges_) {
+    if (r->alloc_id == ref.alloc_id && p >= r->begin &&
+        static_cast<size_t>(p - r->begin) <= r->bytes &&
+        bytes <= r->bytes - static_cast<size_t>(p - r->begin)) {
+      return ref;
     }
   }
-  SharedBufferRef ref;
-  if (registered && !shared_allocation_of(ptr, bytes, &ref)) ref = {};
-  return ref;
+  return {};
 }
 
 }  // namespace plexus::comm

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,9 +35,10 @@ bool shared_allocation_of(const void* ptr, size_t bytes, SharedBufferRef* ref);
 // communicator's executor looks buffers up.
 class Registrations {
  public:
-  // Registers [buff, buff + bytes) (inside one allocation, which the caller checked) and
-  // returns its handle.
-  void* add(void* buff, size_t bytes);
+  // Registers [buff, buff + bytes) of allocation `alloc_id` (which the caller checked holds
+  // it) and returns its handle. It applies to that allocation only: once freed, a new
+  // allocation at the same address is not registered.
+  void* add(void* buff, size_t bytes, uint64_t alloc_id);
   // Removes `handle`; false when it is not one of this communicator's.
   bool remove(void* handle);
   // The reference of [ptr, ptr + bytes) when it lies in one registered range and in a live
@@ -48,6 +50,7 @@ class Registrations {
   struct Range {
     const unsigned char* begin;
     size_t bytes;
+    uint64_t alloc_id;
   };
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Range>> ranges_;  // a handle is its Range's address

@@ -179,9 +179,9 @@ typedef struct plx_unique_id_t {
  * codes give "unknown plx_result_t". Thread-safe; the string is static. */
 const char* plx_get_error_string(plx_result_t result);
 
-/* The message of the most recent failed Plexus call made by the calling thread (thread-local),
- * e.g. "plx_allreduce: rank 2: datatype 42 not in 0..9". `comm` is accepted for NCCL symmetry
- * and may be NULL. Returns "" when no call has failed on this thread. The pointer stays valid
+/* The message of the calling thread's last Plexus call if it failed (thread-local), e.g.
+ * "plx_allreduce: rank 2: datatype 42 not in 0..9". Every Plexus call returning a plx_result_t
+ * clears it first, so read it right after the failing call; "" when that call succeeded. `comm` is accepted for NCCL symmetry and may be NULL. The pointer stays valid
  * until the next Plexus call on this thread. */
 const char* plx_get_last_error(plx_comm_t comm);
 
@@ -569,19 +569,29 @@ plx_result_t plx_comm_last_algorithm(plx_comm_t comm, const char** name);
  * (plx_comm_last_algorithm then says "allreduce:shm_registered"). Each rank reduces its 1/n of
  * the vector straight from all the sendbufs into all the recvbufs: about 2x less memory traffic
  * than the staged path. When any rank's buffers are not registered, or a peer cannot map them
- * (another pid namespace), every rank takes the staged path: same results, no error. Such
- * calls then cost one short barrier more. Other collectives and transports ignore
- * registrations. Buffers of one rank must not overlap each other except exactly (in place).
+ * (another pid namespace), every rank takes the staged path: no error, the same values up to
+ * rounding (the two paths add the ranks' terms in different orders, so float results may
+ * differ in the last bits between them; within one call every rank gets the same bits). Large
+ * unregistered calls cost one short barrier more for this. The first call on new buffers maps
+ * them in every peer (about a page-table walk of the buffers): register buffers once and reuse
+ * them, as with NCCL. Other collectives ignore registrations, as do communicators spanning
+ * hosts or without peer memory (PLEXUS_SHM=0); the transport does not matter. plx_comm_set_algorithm
+ * and PLEXUS_ALGO know no "shm_registered": force "allreduce:shm", which takes the registered
+ * path whenever it can. Buffers of one rank must not overlap each other except exactly (in place).
  *
  * plx_mem_alloc: *ptr = `bytes` bytes (rounded up to whole pages) of zeroed host memory, an
- *   anonymous memfd mapped MAP_SHARED (nothing is left behind when the process ends).
- *   PLX_ERROR_INVALID_ARGUMENT: ptr NULL, bytes 0 or above 2^48. PLX_ERROR_SYSTEM: memfd_create,
- *   ftruncate or mmap failed (errno text). Thread-safe.
+ *   anonymous memfd mapped MAP_SHARED, its pages allocated at once (nothing is left behind when
+ *   the process ends). Each allocation holds one file descriptor until plx_mem_free (mind
+ *   `ulimit -n`: allocate few large buffers, as with cudaMalloc). Being MAP_SHARED, the memory
+ *   stays shared with a child after fork() (not copied on write as malloc memory is).
+ *   PLX_ERROR_INVALID_ARGUMENT: ptr NULL, bytes 0 or more than the host's physical memory.
+ *   PLX_ERROR_SYSTEM: memfd_create, allocating the pages or mmap failed (errno text, e.g. too
+ *   many open files, no space). Thread-safe.
  * plx_mem_free: frees memory from plx_mem_alloc (NULL: nothing, PLX_SUCCESS); registrations of
- *   it stop applying (deregister them too). Peers that mapped it keep their mapping until their
- *   communicator is destroyed or drops old mappings (at 64 per communicator), so the pages are
- *   returned to the system only then. PLX_ERROR_INVALID_ARGUMENT: ptr not from plx_mem_alloc or
- *   already freed. Thread-safe.
+ *   it stop applying, also to a later allocation at the same address (deregister them too).
+ *   Peers that mapped it unmap it at their next call on buffers they have not mapped yet (or at
+ *   plx_comm_destroy), so its pages return to the system only then. PLX_ERROR_INVALID_ARGUMENT:
+ *   ptr not from plx_mem_alloc or already freed. Thread-safe.
  * plx_comm_register: registers [buff, buff + bytes) on comm; *handle identifies it for
  *   plx_comm_deregister. Local (not collective), may be called from any thread, also while
  *   calls on comm are in flight (they see it or not, consistently per call). The range must lie

@@ -7,15 +7,20 @@
 //   against tests/comm/collective_reference.h, sendbuf unchanged, the allocation's bytes outside
 //   the registered range untouched, and plx_comm_last_algorithm "allreduce:shm_registered".
 //   A pre-multiplied sum and plx_iallreduce take the same path.
-//   New allocations every call (more than PeerAllocations::kMaxMappings of them) stay correct.
+//   New allocations every call (more than PeerAllocations::kMaxMappings of them) stay correct,
+//   and a rank keeps no more than the last two calls' of its peer's freed allocations mapped.
+//   A registration does not carry over to a new allocation at a freed one's address.
 //   One rank unregistered, or a call under the threshold: every rank takes the staged path
 //   ("allreduce:shm"), same results.
 //   The API's errors: NULL and zero arguments, memory not from plx_mem_alloc, a range past the
 //   allocation, an unknown or twice-removed handle, a double free; each names the argument.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -78,6 +83,20 @@ std::string fmt_pointer(const void* p) {
   char text[32];
   std::snprintf(text, sizeof(text), "%p", p);
   return text;
+}
+
+// Mappings in this process of plx_mem_alloc memory of other processes (memfd names carry the
+// owner's pid: "/memfd:plexus-mem-<pid>-<id> (deleted)").
+size_t peer_allocations_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  const std::string own = "/memfd:plexus-mem-" + std::to_string(getpid()) + "-";
+  std::string line;
+  size_t count = 0;
+  while (std::getline(maps, line)) {
+    count += line.find("/memfd:plexus-mem-") != std::string::npos &&
+             line.find(own) == std::string::npos;
+  }
+  return count;
 }
 
 std::string last_algorithm(plx_comm_t comm) {
@@ -214,6 +233,13 @@ TEST(RegisteredAllreduceForms, NewAllocationsEveryCallPastTheMappingCache) {
                           "allreduce:shm_registered");
       if (!why.empty()) why = "call " + std::to_string(call) + ": " + why;
     }
+    // The peer freed each call's buffers after it: this rank keeps at most those of the last
+    // two calls mapped (the last checked set stays until a later check replaces it), not 2 per
+    // call up to the cache's 64.
+    const size_t held = peer_allocations_mapped();
+    if (why.empty() && held > 4) {
+      why = std::to_string(held) + " of the peer's freed allocations are still mapped";
+    }
     return why;
   });
 }
@@ -228,6 +254,35 @@ TEST(RegisteredAllreduceFallback, OneUnregisteredRankMakesEveryRankStage) {
     if (why.empty()) {
       why = one_allreduce(comm, rank, 3, count, PLX_FLOAT64, PLX_MIN, false, true, false,
                           "allreduce:shm_registered");
+    }
+    // A registration does not outlive its allocation: freed without plx_comm_deregister, then
+    // allocated again (often at the same address), the new memory is not registered.
+    if (why.empty()) {
+      const size_t bytes = count * sizeof(double);
+      void *send = nullptr, *recv = nullptr, *hs = nullptr, *hr = nullptr;
+      why = expect_success(plx_mem_alloc(&send, bytes), "plx_mem_alloc");
+      if (why.empty()) why = expect_success(plx_mem_alloc(&recv, bytes), "plx_mem_alloc");
+      if (why.empty()) why = expect_success(plx_comm_register(comm, send, bytes, &hs), "register");
+      if (why.empty()) why = expect_success(plx_comm_register(comm, recv, bytes, &hr), "register");
+      if (why.empty()) why = expect_success(plx_mem_free(send), "plx_mem_free");
+      if (why.empty()) why = expect_success(plx_mem_alloc(&send, bytes), "plx_mem_alloc again");
+      auto* in = static_cast<double*>(send);
+      for (size_t i = 0; why.empty() && i < count; ++i) in[i] = rank + 1.0;
+      if (why.empty()) {
+        why = expect_success(
+            plx_allreduce(send, recv, count, PLX_FLOAT64, PLX_SUM, comm, nullptr), "allreduce");
+      }
+      const auto* out = static_cast<const double*>(recv);
+      for (size_t i = 0; why.empty() && i < count; ++i) {
+        if (out[i] != 6.0) why = "after a free and a new allocation: index " + std::to_string(i);
+      }
+      if (why.empty() && last_algorithm(comm) != "allreduce:shm") {
+        why = "a freed allocation's registration applied to a new one: " + last_algorithm(comm);
+      }
+      plx_comm_deregister(comm, hs);
+      plx_comm_deregister(comm, hr);
+      plx_mem_free(send);
+      plx_mem_free(recv);
     }
     // Under the threshold: staged, with no announce barrier.
     if (why.empty()) {
@@ -246,6 +301,15 @@ TEST(RegisteredBufferApi, ErrorsNameTheArgument) {
     if (why.empty()) {
       why = expect_failure(plx_mem_alloc(&p, 0), PLX_ERROR_INVALID_ARGUMENT,
                            "plx_mem_alloc: bytes is 0");
+    }
+    if (why.empty()) {
+      const plx_result_t rc = plx_mem_alloc(&p, size_t{1} << 46);  // 64 TiB: no host has it
+      const std::string message = plx_get_last_error(nullptr);
+      if (rc != PLX_ERROR_INVALID_ARGUMENT ||
+          message.rfind("plx_mem_alloc: bytes 70368744177664 is more than this host's memory",
+                        0) != 0) {
+        why = std::string("plx_mem_alloc(2^46): ") + plx_get_error_string(rc) + ": " + message;
+      }
     }
     if (why.empty()) why = expect_success(plx_mem_alloc(&p, 5000), "plx_mem_alloc");
     if (!why.empty()) return why;

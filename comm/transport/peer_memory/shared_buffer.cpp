@@ -21,16 +21,45 @@ PeerAllocations::~PeerAllocations() {
   for (const Mapping& m : mappings_) ::munmap(m.base, m.bytes);
 }
 
+namespace {
+
+// Whether descriptor `fd` of process `pid` still is allocation `id` (the owner has not freed it).
+bool still_allocated(pid_t pid, int32_t fd, uint64_t id) {
+  const std::string path = fmt::format("/proc/{}/fd/{}", pid, fd);
+  char link[256] = {};
+  const ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
+  return n > 0 && std::string(link, static_cast<size_t>(n)) ==
+                      "/memfd:" + shared_allocation_name(pid, id) + " (deleted)";
+}
+
+}  // namespace
+
+bool PeerAllocations::is_verified(const Mapping& m) const {
+  const size_t at = static_cast<size_t>(m.peer) * 4;
+  for (size_t k = at; k + 1 < at + 4 && k + 1 < verified_.size(); k += 2) {
+    if (verified_[k] == m.id && verified_[k + 1] == m.bytes) return true;
+  }
+  return false;
+}
+
 void PeerAllocations::make_room(size_t count) {
-  if (mappings_.size() + count <= kMaxMappings) return;
   std::vector<Mapping> kept;
+  size_t bytes = 0;
+  // 1. Allocations their owners freed (or whose owners exited).
   for (const Mapping& m : mappings_) {
-    bool keep = false;
-    const size_t at = static_cast<size_t>(m.peer) * 4;
-    for (size_t k = at; k + 1 < at + 4 && k + 1 < verified_.size(); k += 2) {
-      keep = keep || (verified_[k] == m.id && verified_[k + 1] == m.bytes);
+    if (is_verified(m) || still_allocated(m.pid, m.fd, m.id)) {
+      kept.push_back(m);
+      bytes += m.bytes;
+    } else {
+      ::munmap(m.base, m.bytes);
     }
-    if (keep) {
+  }
+  mappings_ = std::move(kept);
+  if (mappings_.size() + count <= kMaxMappings && bytes <= kMaxMappedBytes) return;
+  // 2. Still too many: every one but the verified.
+  kept.clear();
+  for (const Mapping& m : mappings_) {
+    if (is_verified(m)) {
       kept.push_back(m);
     } else {
       ::munmap(m.base, m.bytes);
@@ -76,14 +105,17 @@ unsigned char* PeerAllocations::resolve(int peer, pid_t pid, const SharedBufferR
     ::close(fd);
     return nullptr;
   }
-  void* base = ::mmap(nullptr, ref.alloc_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // MAP_POPULATE: the page tables are filled in one pass (the owner's plx_mem_alloc allocated
+  // the pages), not by one fault per page during the first call.
+  void* base = ::mmap(nullptr, ref.alloc_bytes, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_POPULATE, fd, 0);
   const int err = errno;
   ::close(fd);
   if (base == MAP_FAILED) {
     *why = fmt::format("mmap of {} bytes of {}: {}", ref.alloc_bytes, path, std::strerror(err));
     return nullptr;
   }
-  mappings_.push_back({peer, pid, ref.alloc_id, base, ref.alloc_bytes});
+  mappings_.push_back({peer, pid, ref.alloc_id, ref.fd, base, ref.alloc_bytes});
   return static_cast<unsigned char*>(base) + ref.offset;
 }
 

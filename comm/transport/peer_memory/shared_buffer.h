@@ -45,9 +45,11 @@ class PeerAllocations {
   // its allocation on first use; nullptr with *why (naming the failing step and errno) when it
   // cannot be mapped. The pointer stays valid until the next make_room().
   unsigned char* resolve(int peer, pid_t pid, const SharedBufferRef& ref, std::string* why);
-  // Before a call's resolve()s: when `count` new mappings would pass kMaxMappings, every
-  // mapping but the verified() ones is dropped, so that allocations their owners freed are not
-  // kept alive for ever.
+  // Before a call's resolve()s that may map `count` new allocations: unmaps the allocations
+  // their owners have freed (the owner's descriptor no longer names them), then, when `count`
+  // more would pass kMaxMappings or the mappings pass kMaxMappedBytes, every mapping but the
+  // verified() ones. So peers keep a freed allocation's pages alive only until their next call
+  // on new buffers.
   void make_room(size_t count);
 
   size_t mapped_count() const { return mappings_.size(); }
@@ -60,15 +62,18 @@ class PeerAllocations {
   const std::vector<uint64_t>& verified() const { return verified_; }
   void set_verified(std::vector<uint64_t> key) { verified_ = std::move(key); }
   static constexpr size_t kMaxMappings = 64;
+  static constexpr size_t kMaxMappedBytes = size_t{8} << 30;
 
  private:
   struct Mapping {
     int peer = -1;
     pid_t pid = 0;
     uint64_t id = 0;
+    int32_t fd = -1;
     void* base = nullptr;
     size_t bytes = 0;
   };
+  bool is_verified(const Mapping& m) const;
   std::vector<Mapping> mappings_;
   std::vector<uint64_t> verified_;
 };
