@@ -74,7 +74,6 @@ plx_result_t shm_allreduce(Transport& transport, uint64_t tag_base, const CollAr
     return ring_allreduce(transport, tag_base, args);
   }
   PeerMemory& peers = *args.peers;
-  peers.last_zero_copy = false;
   // Large calls first ask whether every rank's buffers are registered (a barrier more; the
   // same decision everywhere, since the count is): then no staging at all.
   if (args.count * datatype_bytes(args.datatype) >= kRegisteredMinBytes) {

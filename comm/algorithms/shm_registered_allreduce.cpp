@@ -66,7 +66,6 @@ bool fits(const SharedBufferRef& ref, uint64_t bytes) {
 plx_result_t shm_registered_allreduce(PeerMemory& peers, const CollArgs& args, bool* done) {
   constexpr const char* op_name = "allreduce:shm";
   *done = false;
-  peers.last_zero_copy = false;
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
   const uint64_t bytes = static_cast<uint64_t>(args.count) * elem;

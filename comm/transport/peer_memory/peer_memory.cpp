@@ -206,8 +206,8 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
       const bool comparable = pid > 0 && words.pid_namespace == pid_namespace();
       if (comparable && ::kill(pid, 0) != 0 && errno == ESRCH) {
         return fail(PLX_ERROR_REMOTE,
-                    fmt::format("{}: rank {}: peer rank {} (pid {}) exited while this rank "
-                                "waited for it to {} piece {}",
+                    fmt::format("{}: rank {}: peer rank {} lost (pid {} exited while this rank "
+                                "waited for it to {} piece {})",
                                 op, me, them, pid, what, target - 1));
       }
     }
