@@ -23,13 +23,22 @@ PeerAllocations::~PeerAllocations() {
 
 namespace {
 
-// Whether descriptor `fd` of process `pid` still is allocation `id` (the owner has not freed it).
-bool still_allocated(pid_t pid, int32_t fd, uint64_t id) {
+// Whether descriptor `fd` of process `pid` is allocation `id` (the owner has not freed it, nor
+// reused the number for another file); if not, *why says what the link is or why it is unreadable.
+bool names_allocation(pid_t pid, int32_t fd, uint64_t id, std::string* why) {
   const std::string path = fmt::format("/proc/{}/fd/{}", pid, fd);
   char link[256] = {};
   const ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
-  return n > 0 && std::string(link, static_cast<size_t>(n)) ==
-                      "/memfd:" + shared_allocation_name(pid, id) + " (deleted)";
+  if (n < 0) {
+    *why = fmt::format("readlink {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  if (std::string(link, static_cast<size_t>(n)) !=
+      "/memfd:" + shared_allocation_name(pid, id) + " (deleted)") {
+    *why = fmt::format("{} is '{}', not allocation {} of pid {}", path, link, id, pid);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -47,7 +56,8 @@ void PeerAllocations::make_room(size_t count) {
   size_t bytes = 0;
   // 1. Allocations their owners freed (or whose owners exited).
   for (const Mapping& m : mappings_) {
-    if (is_verified(m) || still_allocated(m.pid, m.fd, m.id)) {
+    std::string gone;
+    if (is_verified(m) || names_allocation(m.pid, m.fd, m.id, &gone)) {
       kept.push_back(m);
       bytes += m.bytes;
     } else {
@@ -81,18 +91,8 @@ unsigned char* PeerAllocations::resolve(int peer, pid_t pid, const SharedBufferR
                        ref.alloc_id, ref.fd, ref.alloc_bytes, ref.offset, pid);
     return nullptr;
   }
+  if (!names_allocation(pid, ref.fd, ref.alloc_id, why)) return nullptr;
   const std::string path = fmt::format("/proc/{}/fd/{}", pid, ref.fd);
-  char link[256] = {};
-  const ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
-  if (n < 0) {
-    *why = fmt::format("readlink {}: {}", path, std::strerror(errno));
-    return nullptr;
-  }
-  const std::string expected = "/memfd:" + shared_allocation_name(pid, ref.alloc_id) + " (deleted)";
-  if (std::string(link, static_cast<size_t>(n)) != expected) {
-    *why = fmt::format("{} is '{}', not allocation {} of pid {}", path, link, ref.alloc_id, pid);
-    return nullptr;
-  }
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     *why = fmt::format("open {}: {}", path, std::strerror(errno));
