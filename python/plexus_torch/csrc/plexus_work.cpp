@@ -1,0 +1,78 @@
+// plexus_work.cpp - see plexus_work.h.
+#include "plexus_work.h"
+
+#include <c10/util/Exception.h>
+
+#include <string>
+
+namespace plexus::torch_backend {
+
+namespace {
+
+c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::get()); }
+
+}  // namespace
+
+WorkPlexus::WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type), outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(tensor_list_type())) {}
+
+void WorkPlexus::complete(std::exception_ptr error) {
+  // The Work first, so that a callback of the future that waits on this Work cannot block.
+  finish(error);
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+CompletionQueue::CompletionQueue() : thread_([this] { run(); }) {}
+
+CompletionQueue::~CompletionQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void CompletionQueue::push(const char* op_name, plx_request_t request,
+                           c10::intrusive_ptr<WorkPlexus> work, Epilogue epilogue) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    items_.push_back(Item{op_name, request, std::move(work), std::move(epilogue)});
+  }
+  cv_.notify_one();
+}
+
+void CompletionQueue::run() {
+  for (;;) {
+    Item item;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+      if (items_.empty()) return;  // stopping, and nothing left to complete
+      item = std::move(items_.front());
+      items_.pop_front();
+    }
+    std::exception_ptr error;
+    const plx_result_t result = plx_wait(item.request);
+    if (result != PLX_SUCCESS) {
+      error = std::make_exception_ptr(c10::Error(
+          std::string("plexus ") + item.op_name + ": " + plx_get_error_string(result) + ": " +
+              plx_get_last_error(nullptr),
+          ""));
+    } else if (item.epilogue) {
+      try {
+        item.epilogue();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    item.work->complete(error);
+  }
+}
+
+}  // namespace plexus::torch_backend
