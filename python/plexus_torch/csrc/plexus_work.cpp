@@ -13,11 +13,13 @@ c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::
 
 }  // namespace
 
-WorkPlexus::WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type), outputs_(std::move(outputs)),
+WorkPlexus::WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+                       std::vector<at::Tensor> inputs)
+    : c10d::Work(rank, type), outputs_(std::move(outputs)), inputs_(std::move(inputs)),
       future_(c10::make_intrusive<c10::ivalue::Future>(tensor_list_type())) {}
 
 void WorkPlexus::complete(std::exception_ptr error) {
+  inputs_.clear();
   // The Work first, so that a callback of the future that waits on this Work cannot block.
   finish(error);
   if (error) {

@@ -27,8 +27,11 @@ namespace plexus::torch_backend {
 
 class WorkPlexus : public c10d::Work {
  public:
-  // `outputs`: the tensors the operation writes, the future's value and result().
-  WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  // `outputs`: the tensors the operation writes, the future's value and result(). `inputs`: the
+  // tensors it reads, kept alive until it completes (the caller may drop its own references at
+  // once, as with an async_op on a temporary).
+  WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+             std::vector<at::Tensor> inputs);
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return outputs_; }
@@ -38,6 +41,7 @@ class WorkPlexus : public c10d::Work {
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> inputs_;  // released by complete()
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

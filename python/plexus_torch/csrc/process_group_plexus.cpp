@@ -163,8 +163,9 @@ std::string ProcessGroupPlexus::last_algorithm() const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::submit(
     const char* op_name, c10d::OpType type, std::vector<at::Tensor> outputs,
-    const std::function<plx_result_t(plx_request_t*)>& issue, Epilogue epilogue) {
-  auto work = c10::make_intrusive<WorkPlexus>(getRank(), type, std::move(outputs));
+    std::vector<at::Tensor> inputs, const std::function<plx_result_t(plx_request_t*)>& issue, Epilogue epilogue) {
+  auto work = c10::make_intrusive<WorkPlexus>(getRank(), type, std::move(outputs),
+                                               std::move(inputs));
   std::lock_guard<std::mutex> lock(submit_mutex_);
   plx_request_t request = nullptr;
   const plx_result_t result = issue(&request);
@@ -205,7 +206,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::broadcast(std::vector<at::Ten
   at::Tensor& t = single_tensor(op_name, tensors);
   check_rank(op_name, opts.rootRank, getSize(), "root");
   if (opts.rootTensor != 0) fail(op_name, "root tensor index must be 0");
-  return submit(op_name, c10d::OpType::BROADCAST, {t}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::BROADCAST, {t}, {}, [&](plx_request_t* request) {
     return plx_ibroadcast(t.data_ptr(), t.data_ptr(), count_of(t), dtype(op_name, t),
                           static_cast<int>(opts.rootRank), comm_, request);
   });
@@ -216,7 +217,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allreduce(std::vector<at::Ten
   constexpr const char* op_name = "allreduce";
   at::Tensor& t = single_tensor(op_name, tensors);
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, t.scalar_type());
-  auto work = submit(op_name, c10d::OpType::ALLREDUCE, {t}, [&](plx_request_t* request) {
+  auto work = submit(op_name, c10d::OpType::ALLREDUCE, {t}, {}, [&](plx_request_t* request) {
     return plx_iallreduce(t.data_ptr(), t.data_ptr(), count_of(t), dtype(op_name, t), op, comm_,
                           request);
   });
@@ -240,7 +241,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allreduce_coalesced(
   at::Tensor flat = flatten(tensors, type);
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, type);
   auto work = submit(
-      op_name, c10d::OpType::ALLREDUCE_COALESCED, tensors,
+      op_name, c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
       [&](plx_request_t* request) {
         return plx_iallreduce(flat.data_ptr(), flat.data_ptr(), count_of(flat),
                               dtype(op_name, flat), op, comm_, request);
@@ -258,7 +259,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::reduce(std::vector<at::Tensor
   if (opts.rootTensor != 0) fail(op_name, "root tensor index must be 0");
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, t.scalar_type());
   const bool root = opts.rootRank == getRank();
-  auto work = submit(op_name, c10d::OpType::REDUCE, {t}, [&](plx_request_t* request) {
+  auto work = submit(op_name, c10d::OpType::REDUCE, {t}, {}, [&](plx_request_t* request) {
     // Only the root's tensor receives the result; the others' are left as they are.
     return plx_ireduce(t.data_ptr(), root ? t.data_ptr() : nullptr, count_of(t),
                        dtype(op_name, t), op, static_cast<int>(opts.rootRank), comm_, request);
@@ -281,7 +282,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allgather(
   check_same(op_name, out, in.scalar_type(), in.numel(), "output_tensor_list");
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
   return submit(
-      op_name, c10d::OpType::ALLGATHER, out,
+      op_name, c10d::OpType::ALLGATHER, out, {in},
       [&](plx_request_t* request) {
         return plx_iallgather(in.data_ptr(), flat.data_ptr(), count_of(in), dtype(op_name, in),
                               comm_, request);
@@ -295,7 +296,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_allgather_base(
   check_tensor(op_name, input, "input tensor");
   check_tensor(op_name, output, "output tensor");
   check_same(op_name, {output}, input.scalar_type(), input.numel() * getSize(), "output");
-  return submit(op_name, c10d::OpType::_ALLGATHER_BASE, {output}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::_ALLGATHER_BASE, {output}, {input}, [&](plx_request_t* request) {
     return plx_iallgather(input.data_ptr(), output.data_ptr(), count_of(input),
                           dtype(op_name, input), comm_, request);
   });
@@ -326,12 +327,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allgather_coalesced(
   at::Tensor flat_in = flatten(inputs, type);
   at::Tensor flat_out = at::empty({flat_in.numel() * getSize()}, flat_in.options());
   return submit(
-      op_name, c10d::OpType::ALLGATHER_COALESCED, outputs,
+      op_name, c10d::OpType::ALLGATHER_COALESCED, outputs, {flat_in},
       [&](plx_request_t* request) {
         return plx_iallgather(flat_in.data_ptr(), flat_out.data_ptr(), count_of(flat_in),
                               dtype(op_name, flat_in), comm_, request);
       },
-      [flat_in, flat_out, outputs]() mutable { unflatten(flat_out, outputs); });
+      [flat_out, outputs]() mutable { unflatten(flat_out, outputs); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::gather(
@@ -345,7 +346,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::gather(
     if (!outputs.empty() && !outputs[0].empty()) {
       fail(op_name, "only the root (rank " + std::to_string(root) + ") takes a gather list");
     }
-    return submit(op_name, c10d::OpType::GATHER, {}, [&](plx_request_t* request) {
+    return submit(op_name, c10d::OpType::GATHER, {}, {in}, [&](plx_request_t* request) {
       return plx_igather(in.data_ptr(), nullptr, count_of(in), dtype(op_name, in), root, comm_,
                          request);
     });
@@ -358,7 +359,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::gather(
   check_same(op_name, out, in.scalar_type(), in.numel(), "gather_list");
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
   return submit(
-      op_name, c10d::OpType::GATHER, out,
+      op_name, c10d::OpType::GATHER, out, {in},
       [&](plx_request_t* request) {
         return plx_igather(in.data_ptr(), flat.data_ptr(), count_of(in), dtype(op_name, in), root,
                            comm_, request);
@@ -384,13 +385,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::scatter(
   } else if (!inputs.empty() && !inputs[0].empty()) {
     fail(op_name, "only the root (rank " + std::to_string(root) + ") takes a scatter list");
   }
-  return submit(
-      op_name, c10d::OpType::SCATTER, {out},
-      [&](plx_request_t* request) {
-        return plx_iscatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(),
-                            count_of(out), dtype(op_name, out), root, comm_, request);
-      },
-      [flat]() {});  // keeps the root's blocks alive until the call is done
+  std::vector<at::Tensor> reads;
+  if (flat.defined()) reads.push_back(flat);
+  return submit(op_name, c10d::OpType::SCATTER, {out}, reads, [&](plx_request_t* request) {
+    return plx_iscatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(), count_of(out),
+                        dtype(op_name, out), root, comm_, request);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::reduce_scatter(
@@ -405,13 +405,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::reduce_scatter(
   check_same(op_name, inputs[0], out.scalar_type(), out.numel(), "input_list");
   at::Tensor flat = flatten(inputs[0], out.scalar_type());
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, out.scalar_type());
-  auto work = submit(
-      op_name, c10d::OpType::REDUCE_SCATTER, {out},
-      [&](plx_request_t* request) {
-        return plx_ireduce_scatter(flat.data_ptr(), out.data_ptr(), count_of(out),
-                                   dtype(op_name, out), op, comm_, request);
-      },
-      [flat]() {});
+  auto work = submit(op_name, c10d::OpType::REDUCE_SCATTER, {out}, {flat},
+                     [&](plx_request_t* request) {
+                       return plx_ireduce_scatter(flat.data_ptr(), out.data_ptr(), count_of(out),
+                                                  dtype(op_name, out), op, comm_, request);
+                     });
   release_op(op);
   return work;
 }
@@ -423,7 +421,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_reduce_scatter_base(
   check_tensor(op_name, output, "output tensor");
   check_same(op_name, {input}, output.scalar_type(), output.numel() * getSize(), "input");
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, output.scalar_type());
-  auto work = submit(op_name, c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+  auto work = submit(op_name, c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {input},
                      [&](plx_request_t* request) {
                        return plx_ireduce_scatter(input.data_ptr(), output.data_ptr(),
                                                   count_of(output), dtype(op_name, output), op,
@@ -452,14 +450,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall_base(
                         std::to_string(output.numel()) + ")");
     }
     at::Tensor send = input.is_same(output) ? input.clone() : input;
-    return submit(
-        op_name, c10d::OpType::ALLTOALL_BASE, {output},
-        [&](plx_request_t* request) {
-          return plx_ialltoall(send.data_ptr(), output.data_ptr(),
-                               count_of(input) / static_cast<size_t>(getSize()), type, comm_,
-                               request);
-        },
-        [send]() {});
+    return submit(op_name, c10d::OpType::ALLTOALL_BASE, {output}, {send},
+                  [&](plx_request_t* request) {
+                    return plx_ialltoall(send.data_ptr(), output.data_ptr(),
+                                         count_of(input) / static_cast<size_t>(getSize()), type,
+                                         comm_, request);
+                  });
   }
   auto layout = std::make_shared<std::array<std::vector<size_t>, 4>>();
   auto& [sendcounts, sdispls, recvcounts, rdispls] = *layout;
@@ -468,13 +464,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall_base(
   // Plexus's alltoallv is never in place: send from a copy when the two share memory.
   at::Tensor send = input.is_same(output) ? input.clone() : input;
   return submit(
-      op_name, c10d::OpType::ALLTOALL_BASE, {output},
+      op_name, c10d::OpType::ALLTOALL_BASE, {output}, {send},
       [&](plx_request_t* request) {
         return plx_ialltoallv(send.data_ptr(), sendcounts.data(), sdispls.data(),
                               output.data_ptr(), recvcounts.data(), rdispls.data(), type, comm_,
                               request);
       },
-      [send, layout]() {});
+      [layout]() {});  // Plexus reads the counts until the call is done
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall(std::vector<at::Tensor>& outputs,
@@ -506,13 +502,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall(std::vector<at::Tens
   at::Tensor flat_in = flatten(inputs, type);
   at::Tensor flat_out = at::empty({static_cast<int64_t>(recv_offset)}, flat_in.options());
   return submit(
-      op_name, c10d::OpType::ALLTOALL, outputs,
+      op_name, c10d::OpType::ALLTOALL, outputs, {flat_in},
       [&](plx_request_t* request) {
         return plx_ialltoallv(flat_in.data_ptr(), sendcounts.data(), sdispls.data(),
                               flat_out.data_ptr(), recvcounts.data(), rdispls.data(),
                               datatype_of(op_name, type), comm_, request);
       },
-      [flat_in, flat_out, outputs, layout]() mutable { unflatten(flat_out, outputs); });
+      [flat_out, outputs, layout]() mutable { unflatten(flat_out, outputs); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::send(std::vector<at::Tensor>& tensors,
@@ -520,7 +516,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::send(std::vector<at::Tensor>&
   constexpr const char* op_name = "send";
   at::Tensor& t = single_tensor(op_name, tensors);
   check_rank(op_name, dst_rank, getSize(), "destination rank");
-  return submit(op_name, c10d::OpType::SEND, {t}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::SEND, {}, {t}, [&](plx_request_t* request) {
     return plx_isend(t.data_ptr(), count_of(t), dtype(op_name, t), dst_rank, comm_, request);
   });
 }
@@ -530,7 +526,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::recv(std::vector<at::Tensor>&
   constexpr const char* op_name = "recv";
   at::Tensor& t = single_tensor(op_name, tensors);
   check_rank(op_name, src_rank, getSize(), "source rank");
-  return submit(op_name, c10d::OpType::RECV, {t}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::RECV, {t}, {}, [&](plx_request_t* request) {
     return plx_irecv(t.data_ptr(), count_of(t), dtype(op_name, t), src_rank, comm_, request);
   });
 }
@@ -543,7 +539,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::recvAnysource(std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::barrier(const c10d::BarrierOptions& opts) {
   constexpr const char* op_name = "barrier";
-  return submit(op_name, c10d::OpType::BARRIER, {}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::BARRIER, {}, {}, [&](plx_request_t* request) {
     return plx_ibarrier(comm_, request);
   });
 }

@@ -115,9 +115,11 @@ class ProcessGroupPlexus : public BackendBase {
 
  private:
   // Calls `issue` (a non-blocking Plexus call that writes the request) under the submission lock,
-  // throws its argument error at once, and queues the request for completion. Returns the Work.
+  // throws its argument error at once, and queues the request for completion. Returns the Work,
+  // which holds `outputs` (its result) and `inputs` (what the call reads) until it completes.
   c10::intrusive_ptr<c10d::Work> submit(const char* op_name, c10d::OpType type,
                                         std::vector<at::Tensor> outputs,
+                                        std::vector<at::Tensor> inputs,
                                         const std::function<plx_result_t(plx_request_t*)>& issue,
                                         Epilogue epilogue = nullptr);
   // An allreduce/reduce/reduce_scatter op for `type`; a pre-multiplied sum is created on the
