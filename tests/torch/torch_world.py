@@ -7,7 +7,8 @@ each with MASTER_ADDR=127.0.0.1 and a free MASTER_PORT, calls
 dist.init_process_group(backend, rank, world_size) there, then fn(rank, world_size, *args), and
 returns the list of what each rank's fn returned (it must pickle). A rank that raises makes
 run_world raise WorldError with every rank's traceback; a world still running after timeout_s is
-killed (each child by its pid) and reported. No process outlives the call.
+killed (each child by its pid) and reported, as is a rank that does not exit by itself once it
+has returned. No process outlives the call.
 """
 import multiprocessing
 import os
@@ -50,7 +51,9 @@ def _rank_main(fn, rank, world_size, backend, port, args, queue):
         sys.exit(1)
 
 
-def run_world(fn, world_size=4, backend="plexus", timeout_s=180, args=()):
+def run_world(fn, world_size=4, backend="plexus", timeout_s=180, args=(), may_die=()):
+    """may_die: ranks allowed to end without a result (a test that kills them); their entry in
+    the returned list is None."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     port = free_port()
@@ -77,12 +80,20 @@ def run_world(fn, world_size=4, backend="plexus", timeout_s=180, args=()):
                 continue
             (results if ok else failures)[rank] = value
     finally:
+        exit_deadline = min(deadline, time.monotonic() + 30.0)  # to exit after returning
         for p in procs:
-            p.join(timeout=max(1.0, deadline - time.monotonic()) if not failures else 5.0)
-        for p in procs:
+            p.join(timeout=max(1.0, exit_deadline - time.monotonic()) if not failures else 5.0)
+        for i, p in enumerate(procs):
             if p.is_alive():
                 p.kill()
                 p.join()
+                if i in results:
+                    del results[i]
+                    failures[i] = f"rank {i} returned but did not exit by itself (killed)"
+    for r in may_die:
+        if r not in results and procs[r].exitcode not in (None, 0):
+            failures.pop(r, None)
+            results[r] = None
     missing = [r for r in range(world_size) if r not in results and r not in failures]
     if failures or missing:
         text = "".join(f"\n--- rank {r} ---\n{failures[r]}" for r in sorted(failures))
