@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh - installs what Plexus needs from Debian 12 and builds it (Release) into build/.
+# python3-torch, libtorch-dev and pybind11-dev are for plexus_torch, the torch.distributed
+# backend (build/python/); without them CMake skips it and says so.
 # Idempotent: packages already present are not reinstalled and the build is incremental.
 # Usage: scripts/setup.sh            (BUILD_DIR and CMAKE_ARGS may be set in the environment)
 set -euo pipefail
@@ -8,6 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake pkg-config git
   libfabric-dev libfabric-bin libhwloc-dev libucx-dev libboost-dev libopenblas-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  python3-torch libtorch-dev pybind11-dev
   nodejs npm)
 
 missing=()

@@ -2,10 +2,15 @@
 #include "comm/core/executor.h"
 
 #include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <utility>
 #include <vector>
 
+#include "comm/algorithms/deliberate_leak.h"
 #include "comm/core/error.h"
 
 namespace plexus::comm {
@@ -70,6 +75,14 @@ void Executor::start_worker() {
   pthread_setname_np(worker_.native_handle(), "plx-progress");
 }
 
+namespace {
+
+constexpr auto kParkedSpin = std::chrono::microseconds(100);
+constexpr auto kParkedFirstSleep = std::chrono::microseconds(16);
+constexpr auto kParkedMaxSleep = std::chrono::milliseconds(1);
+
+}  // namespace
+
 void Executor::worker_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (start_hook_) {
@@ -78,23 +91,77 @@ void Executor::worker_loop() {
     hook();
     lock.lock();
   }
+  const auto has_work = [&] { return stopping_ || (!busy_ && !queue_.empty()); };
+  auto idle_since = std::chrono::steady_clock::now();  // last time a parked task finished
+  std::chrono::microseconds sleep = kParkedFirstSleep;
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || (!busy_ && !queue_.empty()); });
+    if (parked_.empty()) {
+      cv_.wait(lock, has_work);
+    } else if (!has_work()) {
+      if (std::chrono::steady_clock::now() - idle_since < kParkedSpin) {
+        lock.unlock();
+        sched_yield();
+        lock.lock();
+      } else {
+        cv_.wait_for(lock, sleep, has_work);
+        sleep = std::min<std::chrono::microseconds>(sleep * 2, kParkedMaxSleep);
+      }
+    }
     if (stopping_) return;
-    std::shared_ptr<Task> task = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    run_(*task);
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();
+    if (!busy_ && !queue_.empty()) {
+      std::shared_ptr<Task> task = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      run_(*task);
+      lock.lock();
+      if (task->poll) parked_.push_back(std::move(task));  // posted, in flight
+      busy_ = false;
+      cv_.notify_all();
+      idle_since = std::chrono::steady_clock::now();
+      sleep = kParkedFirstSleep;
+    }
+    if (!busy_ && !parked_.empty()) {
+      std::deque<std::shared_ptr<Task>> parked;
+      parked.swap(parked_);
+      busy_ = true;
+      lock.unlock();
+      const bool finished = poll_parked(parked);
+      lock.lock();
+      // Tasks parked meanwhile (none: only this thread parks) come after the older ones.
+      for (auto& task : parked_) parked.push_back(std::move(task));
+      parked_.swap(parked);
+      busy_ = false;
+      cv_.notify_all();
+      if (finished) {
+        idle_since = std::chrono::steady_clock::now();
+        sleep = kParkedFirstSleep;
+      }
+    }
   }
+}
+
+bool Executor::poll_parked(std::deque<std::shared_ptr<Task>>& parked) {
+  bool finished = false;
+  for (auto it = parked.begin(); it != parked.end();) {
+    Task& task = **it;
+    bool done = false;
+    const plx_result_t result = task.poll(&done);
+    if (result == PLX_SUCCESS && !done) {
+      ++it;
+      continue;
+    }
+    task.poll = nullptr;  // releases (or, after a failure, has leaked) its requests
+    task.finish(result, result == PLX_SUCCESS ? std::string() : std::string(last_error()));
+    it = parked.erase(it);
+    finished = true;
+  }
+  return finished;
 }
 
 void Executor::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return stopping_ || (!busy_ && queue_.empty()); });
+  cv_.wait(lock, [&] { return stopping_ || (!busy_ && queue_.empty() && parked_.empty()); });
 }
 
 void Executor::stop(plx_result_t code, const std::string& message) {
@@ -107,6 +174,13 @@ void Executor::stop(plx_result_t code, const std::string& message) {
   }
   cv_.notify_all();
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+  for (auto& task : parked_) {
+    // Its requests may still be written by the transport: never free them.
+    auto leaked = std::make_unique<std::function<plx_result_t(bool*)>>(std::move(task->poll));
+    leak_on_purpose(leaked);
+    task->finish(code, message);
+  }
+  parked_.clear();
   for (auto& task : cancelled) task->finish(code, message);
 }
 

@@ -6,7 +6,14 @@
 // condition variable when the queue is empty (no spinning: 8 ranks can share 2 cores). While a
 // task runs, the transport's own wait loop yields and sleeps when idle.
 //
-// The transport is used by one thread at a time: whichever runs the current task.
+// The transport is used by one thread at a time: whichever runs the current task, or the progress
+// thread while it polls parked tasks (busy_ covers both).
+//
+// Parked tasks (task.h: a posted non-blocking send or receive) stay with the executor until
+// their poll reports them done or failed; the progress thread polls them between tasks, first
+// with sched_yield between passes (for up to kParkedSpinUs), then sleeping on the condition
+// variable for 16 us doubling to 1 ms, woken early by new work, so a rank waiting for a message
+// uses almost no CPU.
 //
 // The progress thread is named "plx-progress" (as /proc/<pid>/task/<tid>/comm shows it) and runs
 // the start hook, if one is set, before its first task: pinning.h pins it there.
@@ -36,9 +43,11 @@ class Executor {
   plx_result_t run_now(const std::shared_ptr<Task>& task);
   // Queues the task for the progress thread; returns at once.
   void submit(std::shared_ptr<Task> task);
-  // Waits until every queued task has run (destroy: NCCL flushes outstanding work).
+  // Waits until every queued task has run and every parked one finished (destroy: NCCL flushes
+  // outstanding work).
   void drain();
-  // Stops the progress thread after the running task; queued tasks finish with `code`.
+  // Stops the progress thread after the running task; queued and parked tasks finish with
+  // `code` (a parked task's requests are leaked: the transport may still write into them).
   void stop(plx_result_t code, const std::string& message);
   // Runs `hook` on the progress thread when it starts (before any task). Set it before the first
   // submit; a thread already started does not run it.
@@ -46,6 +55,9 @@ class Executor {
 
  private:
   void worker_loop();
+  // One pass over the parked tasks (mutex_ not held, busy_ set): finishes those done or failed.
+  // Returns whether any finished.
+  bool poll_parked(std::deque<std::shared_ptr<Task>>& parked);
   void start_worker();  // with mutex_ held
 
   std::function<void(Task&)> run_;
@@ -53,6 +65,7 @@ class Executor {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Task>> queue_;
+  std::deque<std::shared_ptr<Task>> parked_;  // posted sends and receives in flight (task.h)
   bool busy_ = false;  // a task is running (on the worker or inline)
   bool stopping_ = false;
   std::thread worker_;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -138,6 +139,59 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   return PLX_SUCCESS;
 }
 
+// The posted requests of a parked send or receive, and when they last made progress.
+struct ParkedRequests {
+  std::unique_ptr<Request[]> requests;
+  size_t count = 0;
+  size_t completed = 0;
+  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+};
+
+// Task::poll of a parked task: one progress pass of the transport (which also advances whatever
+// else is posted), then a look at the task's own requests, with the transport's wait_all rules:
+// a request's error, a lost peer or an abort at once, PLEXUS_TIMEOUT_MS without progress.
+std::function<plx_result_t(bool*)> parked_poll(plx_comm* comm,
+                                               std::shared_ptr<ParkedRequests> parked) {
+  return [comm, parked](bool* done) {
+    *done = false;
+    bool first_done = false;
+    plx_result_t result = comm->transport->test(parked->requests[0], &first_done);
+    size_t completed = 0;
+    const Request* waiting = nullptr;  // the first request still in flight
+    for (size_t i = 0; result == PLX_SUCCESS && i < parked->count; ++i) {
+      const Request& r = parked->requests[i];
+      if (!r.done) {
+        if (waiting == nullptr) waiting = &r;
+        continue;
+      }
+      if (r.result != PLX_SUCCESS) {
+        result = set_error(r.result, fmt::format("rank {}: a send or receive with rank {} ({} "
+                                                 "bytes) failed",
+                                                 comm->rank, r.peer, r.bytes));
+      }
+      ++completed;
+    }
+    if (result == PLX_SUCCESS && waiting == nullptr) {
+      *done = true;
+      return PLX_SUCCESS;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (result == PLX_SUCCESS && completed > parked->completed) {
+      parked->completed = completed;
+      parked->last_progress = now;
+    } else if (result == PLX_SUCCESS &&
+               now - parked->last_progress > std::chrono::milliseconds(comm->timeout_ms)) {
+      result = set_error(PLX_ERROR_TIMEOUT,
+                         fmt::format("rank {}: waiting for a send or receive with rank {} ({} "
+                                     "bytes): no progress for PLEXUS_TIMEOUT_MS={} ms",
+                                     comm->rank, waiting->peer, waiting->bytes, comm->timeout_ms));
+    }
+    // The transport may still write into requests it failed to complete: leak them.
+    if (result != PLX_SUCCESS) leak_on_purpose(parked->requests);
+    return result;
+  };
+}
+
 }  // namespace
 
 void run_task(plx_comm* comm, Task& task) {
@@ -158,6 +212,14 @@ void run_task(plx_comm* comm, Task& task) {
     }
     for (size_t i = 0; result == PLX_SUCCESS && i < task.collectives.size(); ++i) {
       result = run_collective(comm, task.collectives[i]);
+    }
+    if (result == PLX_SUCCESS && posted > 0 && task.may_park) {
+      // Posted: the executor drives it from now on (task.h), and goes on with later tasks.
+      auto parked = std::make_shared<ParkedRequests>();
+      parked->requests = std::move(requests);
+      parked->count = posted;
+      task.poll = parked_poll(comm, std::move(parked));
+      return;
     }
     if (result == PLX_SUCCESS && posted > 0) {
       std::vector<Request*> pointers;

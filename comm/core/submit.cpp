@@ -41,6 +41,7 @@ plx_result_t submit(plx_comm* comm, plx_request_t* request, AddOp&& add) {
   auto task = std::make_shared<Task>();
   add(*task);
   attach_pending_completion(*task);
+  task->may_park = request != nullptr && task->collectives.empty() && !task->p2p.empty();
   if (request) {
     std::unique_ptr<plx_request> made(new plx_request{task});
     comm->executor->submit(task);

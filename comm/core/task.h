@@ -6,6 +6,10 @@
 // (plx_test); the thread that ran it calls finish(). Shared (shared_ptr) between the executor,
 // the waiting caller and any plx_request_t that refers to it.
 //
+// A non-blocking send or receive outside a group is parked once posted (may_park, poll below): the
+// executor goes on with later tasks while it is in flight, as gloo's and MPI's isend/irecv do, so
+// two ranks that each post an isend and then an irecv to the other both get their receive posted.
+//
 // Completion steps: an operation may leave work for after the task has run, on the thread that
 // completes it (complete(): plx_wait, plx_test, plx_waitall, plx_group_end), e.g. copying a
 // result from pinned staging back to a device buffer and freeing the staging
@@ -56,6 +60,15 @@ class Task {
   std::vector<P2POp> p2p;                 // posted together, first
   std::vector<CollectiveOp> collectives;  // then run one after the other
   std::function<plx_result_t()> body;     // instead of the above: a custom step (split)
+  // A non-blocking plx_isend/plx_irecv outside a group (submit.cpp): once its message is posted
+  // it need not hold the executor until it completes (run_task parks it, below).
+  bool may_park = false;
+  // Set by run_task instead of finishing the task when it parked it: drives the task's posted
+  // requests one pass, never blocking; *done once they all completed (the task then succeeded).
+  // A failure (a request's error, a lost peer, PLEXUS_TIMEOUT_MS without progress) is returned
+  // with its message set. The executor calls it, holding the transport, until done or failed,
+  // then finishes the task (executor.h).
+  std::function<plx_result_t(bool* done)> poll;
   // Queued in a thread's open group (submit.cpp): not submitted until that thread's
   // plx_group_end, so no other thread may wait for it meanwhile.
   std::atomic<bool> in_open_group{false};

@@ -19,7 +19,11 @@
  *    completes.
  *    Operations on one communicator run in the order they were called, one at a time, on the
  *    communicator's progress thread (which sleeps on a condition variable when idle); operations
- *    on different communicators run concurrently.
+ *    on different communicators run concurrently. One exception: a plx_isend or plx_irecv
+ *    outside a group, once posted, no longer holds the communicator: later calls run while it
+ *    is in flight (as MPI_Isend/MPI_Irecv), so two ranks may each post an isend and then an
+ *    irecv to the other without a group. While such a request is in flight the progress thread
+ *    polls it, yielding for 100 us and then sleeping 16 us doubling to 1 ms between passes.
  *  - All ranks of a communicator must call the same collectives in the same order with the same
  *    count, datatype, op and root. Each collective first compares a small signature of its
  *    arguments across the ranks (ceil(log2 n) rounds of 72-byte messages, switched off with
@@ -429,7 +433,8 @@ plx_result_t plx_red_op_destroy(plx_red_op_t op, plx_comm_t comm);
  * Non-blocking forms. Each takes the arguments of its blocking form (less the stream) and
  * returns at once with *request set; the operation runs on the communicator's progress thread
  * in call order. Argument errors are returned at once (no request is made). The buffers must
- * not be touched until plx_wait() or plx_waitall() returns or plx_test() reports completion.
+ * not be touched until plx_wait() or plx_waitall() returns or plx_test() reports completion;
+ * for plx_ialltoallv this includes the four count and displacement arrays.
  * Device buffers (a CUDA build; every buffer of the call on the current device, as for the
  * blocking forms): having no stream, the call first waits for all earlier work of this process
  * on the current device (cudaDeviceSynchronize), copies the bytes it reads into pinned host

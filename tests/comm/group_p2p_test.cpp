@@ -5,7 +5,9 @@
 // message landing in the wrong receive is caught: a ring exchange in a group (both directions at
 // once), sends to oneself, the messages of one pair matched in posting order (blocking against
 // non-blocking, and in one group), many sends then many receives to every rank in one group,
-// messages of tens of MiB, a group spanning two communicators (with collectives in it), blocking
+// messages of tens of MiB, a group spanning two communicators (with collectives in it),
+// non-blocking exchanges outside any group (both directions at once, and around a collective),
+// blocking
 // pairs outside any group, argument errors with their exact messages (inside and outside a
 // group), plx_wait on a request of the still open group, nested groups, and plx_group_end
 // without a start.
@@ -489,6 +491,70 @@ std::string errors_and_open_group(plx_comm_t world, int rank, int n) {
   return "";
 }
 
+// Non-blocking sends and receives outside any group do not hold the communicator while in
+// flight (as MPI_Isend/MPI_Irecv and gloo): every rank posts its 8 MiB isends to both neighbours
+// before any irecv, then an irecv, an allreduce and an isend that its neighbour's irecv waits
+// for behind that allreduce. Each would wait for PLEXUS_TIMEOUT_MS if a posted send or receive
+// kept later calls from running.
+std::string nonblocking_without_group(plx_comm_t world, int rank, int n) {
+  const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+  const size_t count = size_t{2} << 20;  // 8 MiB of int32
+  const std::vector<int32_t> to_right = message(rank, 0, count), to_left = message(rank, 1, count);
+  std::vector<int32_t> from_left(count), from_right(count);
+  plx_request_t requests[4] = {};
+  if (auto w = expect_success(plx_isend(to_right.data(), count, PLX_INT32, right, world,
+                                        &requests[0]), "isend to the right");
+      !w.empty()) {
+    return w;
+  }
+  if (auto w = expect_success(plx_isend(to_left.data(), count, PLX_INT32, left, world,
+                                        &requests[1]), "isend to the left");
+      !w.empty()) {
+    return w;
+  }
+  if (auto w = expect_success(plx_irecv(from_left.data(), count, PLX_INT32, left, world,
+                                        &requests[2]), "irecv from the left");
+      !w.empty()) {
+    return w;
+  }
+  if (auto w = expect_success(plx_irecv(from_right.data(), count, PLX_INT32, right, world,
+                                        &requests[3]), "irecv from the right");
+      !w.empty()) {
+    return w;
+  }
+  if (auto w = expect_success(plx_waitall(4, requests), "waitall of the exchange"); !w.empty()) {
+    return w;
+  }
+  if (auto w = check_message(from_left, left, 0, count, "from the left"); !w.empty()) return w;
+  if (auto w = check_message(from_right, right, 1, count, "from the right"); !w.empty()) return w;
+
+  // irecv, then a collective every rank must reach, then the isend the neighbour waits for.
+  std::vector<int32_t> got(count);
+  const std::vector<int32_t> later = message(rank, 2, count);
+  plx_request_t pending[2] = {};
+  if (auto w = expect_success(plx_irecv(got.data(), count, PLX_INT32, left, world, &pending[0]),
+                              "irecv before the allreduce");
+      !w.empty()) {
+    return w;
+  }
+  int64_t value = rank, sum = -1;
+  if (auto w = expect_success(plx_allreduce(&value, &sum, 1, PLX_INT64, PLX_SUM, world, nullptr),
+                              "allreduce while a receive is in flight");
+      !w.empty() || sum != int64_t{n} * (n - 1) / 2) {
+    return w.empty() ? "allreduce while a receive is in flight gave " + std::to_string(sum) : w;
+  }
+  if (auto w = expect_success(plx_isend(later.data(), count, PLX_INT32, right, world,
+                                        &pending[1]), "isend after the allreduce");
+      !w.empty()) {
+    return w;
+  }
+  if (auto w = expect_success(plx_waitall(2, pending), "waitall after the allreduce");
+      !w.empty()) {
+    return w;
+  }
+  return check_message(got, left, 2, count, "sent after the allreduce");
+}
+
 using Scenario = std::string (*)(plx_comm_t world, int rank, int n);
 
 // Runs the scenarios in turn on one world (a fork of 2-5 ranks costs seconds on a loaded 2-core
@@ -512,7 +578,9 @@ TEST_P(GroupP2PTest, ExchangePatterns) {
                                            {{"ring and self", ring_and_self},
                                             {"pair in order", pair_in_order},
                                             {"with every rank", many_with_every_rank},
-                                            {"two communicators", spanning_two_communicators}}));
+                                            {"two communicators", spanning_two_communicators},
+                                            {"non-blocking, no group",
+                                             nonblocking_without_group}}));
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -104,10 +105,17 @@ ProcessGroupPlexus::ProcessGroupPlexus(const c10::intrusive_ptr<c10d::Store>& st
   if (rank == 0) {
     const plx_result_t result = plx_get_unique_id(&id);
     if (result != PLX_SUCCESS) {
+      std::string reason = std::string(plx_get_error_string(result)) + ": " +
+                           plx_get_last_error(nullptr);
+      if (const char* port = std::getenv("PLEXUS_MASTER_PORT")) {
+        reason += std::string(" (PLEXUS_MASTER_PORT=") + port +
+                  " is set, so every group's rank 0 listens on that one port: unset it, the "
+                  "store carries each group's address)";
+      }
       // Tell the other ranks at once rather than leave them waiting for the key.
-      const std::string message = std::string(kErrorPrefix) + "rank 0: " + plx_get_last_error(nullptr);
+      const std::string message = std::string(kErrorPrefix) + "rank 0: " + reason;
       store->set(kUniqueIdKey, std::vector<uint8_t>(message.begin(), message.end()));
-      fail_call(op_name, result);
+      fail(op_name, "rank 0: " + reason);
     }
     const auto* bytes = reinterpret_cast<const uint8_t*>(id.internal);
     store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + PLX_UNIQUE_ID_BYTES));
