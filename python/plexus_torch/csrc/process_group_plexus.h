@@ -14,10 +14,10 @@
 // and the group stays usable. A lost peer is PLX_ERROR_REMOTE naming it.
 //
 // Point-to-point: the k-th send from rank a to rank b matches the k-th receive on b from a (tags
-// are accepted and ignored, as NCCL has none). Each isend/irecv outside a batch completes before
-// the next operation of the group starts (Plexus runs one operation at a time), so two ranks that
-// exchange messages at once must use batch_isend_irecv, which posts them together (a Plexus
-// group, plx_group_start/plx_group_end).
+// are accepted and ignored, as NCCL has none; receives name their source). isend/irecv are
+// plx_isend/plx_irecv, which stop holding the communicator once posted, so two ranks may each
+// isend and then irecv to the other; batch_isend_irecv posts its operations together as one
+// Plexus group (plx_group_start/plx_group_end).
 //
 // The base class is c10d::ProcessGroup in torch 1.x and c10d::Backend from torch 2.0; the
 // method bodies do not depend on which (only torch 1.13 is built and tested here).
