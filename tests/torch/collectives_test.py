@@ -279,6 +279,13 @@ def edges(rank, world):
     dist.all_reduce(t)
     c.equal("all_reduce after mismatches", t, torch.full((6,), float(sum(range(world)))))
 
+    # Complex tensors: torch hands the backend their real view for SUM.
+    t = torch.full((3,), complex(rank, -rank), dtype=torch.complex64)
+    dist.all_reduce(t)
+    total = float(sum(range(world)))
+    c.equal("complex64 all_reduce", t, torch.full((3,), complex(total, -total),
+                                                  dtype=torch.complex64))
+
     # Unsupported: refused on every rank (each rank's own check), before anything is sent.
     c.raises("bitwise op", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32),
                                                    op=dist.ReduceOp.BOR), "bitwise")
