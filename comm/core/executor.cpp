@@ -59,8 +59,28 @@ void Executor::submit(std::shared_ptr<Task> task) {
     task->finish(PLX_ERROR_ABORTED, "the communicator is shutting down");
     return;
   }
+  task->queued_on = this;
   queue_.push_back(std::move(task));
   start_worker();
+  cv_.notify_all();
+}
+
+void Executor::run_if_first(Task& task) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_ || busy_ || queue_.empty() || queue_.front().get() != &task) return;
+  std::shared_ptr<Task> taken = std::move(queue_.front());
+  queue_.pop_front();
+  run_taken(lock, std::move(taken));
+}
+
+void Executor::run_taken(std::unique_lock<std::mutex>& lock, std::shared_ptr<Task> task) {
+  task->queued_on = nullptr;
+  busy_ = true;
+  lock.unlock();
+  run_(*task);
+  lock.lock();
+  if (task->poll) parked_.push_back(std::move(task));  // posted, in flight
+  busy_ = false;
   cv_.notify_all();
 }
 
@@ -96,7 +116,8 @@ void Executor::worker_loop() {
   std::chrono::microseconds sleep = kParkedFirstSleep;
   while (true) {
     if (parked_.empty()) {
-      cv_.wait(lock, has_work);
+      // Also woken when a waiter that ran a task itself parked it (run_if_first).
+      cv_.wait(lock, [&] { return has_work() || (!busy_ && !parked_.empty()); });
     } else if (!has_work()) {
       if (std::chrono::steady_clock::now() - idle_since < kParkedSpin) {
         lock.unlock();
@@ -111,13 +132,7 @@ void Executor::worker_loop() {
     if (!busy_ && !queue_.empty()) {
       std::shared_ptr<Task> task = std::move(queue_.front());
       queue_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      run_(*task);
-      lock.lock();
-      if (task->poll) parked_.push_back(std::move(task));  // posted, in flight
-      busy_ = false;
-      cv_.notify_all();
+      run_taken(lock, std::move(task));
       idle_since = std::chrono::steady_clock::now();
       sleep = kParkedFirstSleep;
     }
@@ -181,7 +196,10 @@ void Executor::stop(plx_result_t code, const std::string& message) {
     task->finish(code, message);
   }
   parked_.clear();
-  for (auto& task : cancelled) task->finish(code, message);
+  for (auto& task : cancelled) {
+    task->queued_on = nullptr;
+    task->finish(code, message);
+  }
 }
 
 }  // namespace plexus::comm

@@ -43,6 +43,9 @@ class Executor {
   plx_result_t run_now(const std::shared_ptr<Task>& task);
   // Queues the task for the progress thread; returns at once.
   void submit(std::shared_ptr<Task> task);
+  // Runs `task` on this thread if it is first in the queue and nothing runs (a thread about to
+  // wait for it: no wake-up of the progress thread, no hand-back); else does nothing.
+  void run_if_first(Task& task);
   // Waits until every queued task has run and every parked one finished (destroy: NCCL flushes
   // outstanding work).
   void drain();
@@ -59,6 +62,9 @@ class Executor {
   // Returns whether any finished.
   bool poll_parked(std::deque<std::shared_ptr<Task>>& parked);
   void start_worker();  // with mutex_ held
+  // Runs `task` (taken off the queue, busy_ set) on this thread, parks it if it asks to, and
+  // clears busy_. Called and returns with `lock` held.
+  void run_taken(std::unique_lock<std::mutex>& lock, std::shared_ptr<Task> task);
 
   std::function<void(Task&)> run_;
   std::function<void()> start_hook_;

@@ -32,6 +32,8 @@
 
 namespace plexus::comm {
 
+class Executor;
+
 // A plx_send or plx_recv: `bytes` bytes with `peer`, tagged p2p_tag(message number).
 struct P2POp {
   bool is_send = false;
@@ -72,6 +74,10 @@ class Task {
   // Queued in a thread's open group (submit.cpp): not submitted until that thread's
   // plx_group_end, so no other thread may wait for it meanwhile.
   std::atomic<bool> in_open_group{false};
+  // The executor whose queue holds the task, until its progress thread (or a waiter) takes it:
+  // complete() runs a task still first in that queue on the waiting thread instead of waking the
+  // progress thread for it (executor.h, run_if_first).
+  std::atomic<Executor*> queued_on{nullptr};
 
   // Records the outcome and wakes the waiters. Called once, by the thread that ran the task.
   void finish(plx_result_t result, std::string message) {
@@ -92,9 +98,9 @@ class Task {
   // task can complete: before it is submitted, or while its group is still open.
   void add_completion(Completion step);
 
-  // wait(), then the completion steps (the first thread to get here runs them; any other waits
-  // until they are done); returns the task's result, the steps' failure included
-  // (task_completion.cpp).
+  // wait() (first running the task here if it is still first in its executor's queue), then
+  // the completion steps (the first thread to get here runs them; any other waits until they are
+  // done); returns the task's result, the steps' failure included (task_completion.cpp).
   plx_result_t complete();
 
   // Never waits for the task's operations: *done = 0 while they run or while another thread

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/core/error.h"
+#include "comm/core/executor.h"
 #include "comm/core/task.h"
 
 namespace plexus::comm {
@@ -35,6 +36,7 @@ void Task::add_completion(Completion step) {
 }
 
 plx_result_t Task::complete() {
+  if (Executor* executor = queued_on.load()) executor->run_if_first(*this);
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] { return done_; });
   if (steps_ == Steps::Pending && completions_.empty()) {

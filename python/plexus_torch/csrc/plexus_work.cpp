@@ -13,10 +13,36 @@ c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::
 
 }  // namespace
 
+void PendingRequest::complete(WorkPlexus& work) {
+  std::exception_ptr error;
+  const plx_result_t result = plx_wait(request);
+  request = nullptr;
+  if (result != PLX_SUCCESS) {
+    error = std::make_exception_ptr(c10::Error(std::string("plexus ") + op_name + ": " +
+                                                   plx_get_error_string(result) + ": " +
+                                                   plx_get_last_error(nullptr),
+                                               ""));
+  } else if (epilogue) {
+    try {
+      epilogue();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  epilogue = nullptr;  // releases what it captured
+  work.complete(error);
+}
+
 WorkPlexus::WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-                       std::vector<at::Tensor> inputs)
+                       std::vector<at::Tensor> inputs, std::shared_ptr<PendingRequest> pending)
     : c10d::Work(rank, type), outputs_(std::move(outputs)), inputs_(std::move(inputs)),
+      pending_(std::move(pending)),
       future_(c10::make_intrusive<c10::ivalue::Future>(tensor_list_type())) {}
+
+bool WorkPlexus::wait(std::chrono::milliseconds timeout) {
+  if (timeout == kNoTimeout && pending_->claim()) pending_->complete(*this);
+  return c10d::Work::wait(timeout);
+}
 
 void WorkPlexus::complete(std::exception_ptr error) {
   inputs_.clear();
@@ -40,11 +66,12 @@ CompletionQueue::~CompletionQueue() {
   thread_.join();
 }
 
-void CompletionQueue::push(const char* op_name, plx_request_t request,
-                           c10::intrusive_ptr<WorkPlexus> work, Epilogue epilogue) {
+void CompletionQueue::push(std::shared_ptr<PendingRequest> pending,
+                           c10::intrusive_ptr<WorkPlexus> work) {
+  pending->queued = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    items_.push_back(Item{op_name, request, std::move(work), std::move(epilogue)});
+    items_.push_back(Item{std::move(pending), std::move(work)});
   }
   cv_.notify_one();
 }
@@ -59,21 +86,8 @@ void CompletionQueue::run() {
       item = std::move(items_.front());
       items_.pop_front();
     }
-    std::exception_ptr error;
-    const plx_result_t result = plx_wait(item.request);
-    if (result != PLX_SUCCESS) {
-      error = std::make_exception_ptr(c10::Error(
-          std::string("plexus ") + item.op_name + ": " + plx_get_error_string(result) + ": " +
-              plx_get_last_error(nullptr),
-          ""));
-    } else if (item.epilogue) {
-      try {
-        item.epilogue();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    item.work->complete(error);
+    // A wait() on the Work may have completed it already.
+    if (item.pending->claim()) item.pending->complete(*item.work);
   }
 }
 

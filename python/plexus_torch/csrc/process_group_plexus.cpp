@@ -5,10 +5,12 @@
 #include "process_group_plexus.h"
 
 #include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "tensor_checks.h"
@@ -152,6 +154,10 @@ ProcessGroupPlexus::ProcessGroupPlexus(const c10::intrusive_ptr<c10d::Store>& st
 }
 
 ProcessGroupPlexus::~ProcessGroupPlexus() {
+  // Python drops the group holding the GIL, but the completion thread may need it (a future's
+  // Python callback, or releasing one), and destroying waits for the peers: let it go meanwhile.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
   completions_.reset();  // every outstanding Work completes first
   plx_comm_destroy(comm_);
 }
@@ -172,16 +178,18 @@ std::string ProcessGroupPlexus::last_algorithm() const {
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::submit(
     const char* op_name, c10d::OpType type, std::vector<at::Tensor> outputs,
     std::vector<at::Tensor> inputs, const std::function<plx_result_t(plx_request_t*)>& issue, Epilogue epilogue) {
+  auto pending = std::make_shared<PendingRequest>();
+  pending->op_name = op_name;
+  pending->epilogue = std::move(epilogue);
   auto work = c10::make_intrusive<WorkPlexus>(getRank(), type, std::move(outputs),
-                                               std::move(inputs));
+                                               std::move(inputs), pending);
   std::lock_guard<std::mutex> lock(submit_mutex_);
-  plx_request_t request = nullptr;
-  const plx_result_t result = issue(&request);
+  const plx_result_t result = issue(&pending->request);
   if (result != PLX_SUCCESS) fail_call(op_name, result);
   if (coalescing_) {
-    deferred_.push_back(Deferred{op_name, request, work, std::move(epilogue)});
+    deferred_.push_back(Deferred{std::move(pending), work});
   } else {
-    completions_->push(op_name, request, work, std::move(epilogue));
+    completions_->push(std::move(pending), work);
   }
   return work;
 }
@@ -571,9 +579,7 @@ void ProcessGroupPlexus::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work
     // also each request's result, so the Works report it; nothing to throw here.
     plx_group_end();
   }
-  for (Deferred& d : deferred) {
-    completions_->push(d.op_name, d.request, std::move(d.work), std::move(d.epilogue));
-  }
+  for (Deferred& d : deferred) completions_->push(std::move(d.pending), std::move(d.work));
 }
 
 }  // namespace plexus::torch_backend

@@ -131,10 +131,8 @@ class ProcessGroupPlexus : public BackendBase {
   mutable std::mutex submit_mutex_;  // one thread at a time on comm_ (plexus.h)
   bool coalescing_ = false;
   struct Deferred {
-    const char* op_name;
-    plx_request_t request;
+    std::shared_ptr<PendingRequest> pending;
     c10::intrusive_ptr<WorkPlexus> work;
-    Epilogue epilogue;
   };
   std::vector<Deferred> deferred_;  // issued inside startCoalescing .. endCoalescing
   // Reset (drained) by the destructor before the communicator is destroyed.
