@@ -311,7 +311,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_allgather_base(
   constexpr const char* op_name = "_allgather_base";
   check_tensor(op_name, input, "input tensor");
   check_tensor(op_name, output, "output tensor");
-  check_same(op_name, {output}, input.scalar_type(), input.numel() * getSize(), "output");
+  check_like(op_name, output, input.scalar_type(), input.numel() * getSize(),
+             "output tensor");
   return submit(op_name, c10d::OpType::_ALLGATHER_BASE, {output}, {input}, [&](plx_request_t* request) {
     return plx_iallgather(input.data_ptr(), output.data_ptr(), count_of(input),
                           dtype(op_name, input), comm_, request);
@@ -335,8 +336,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allgather_coalesced(
                         std::to_string(inputs.size()) + " (one per input)");
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
-      check_same(op_name, {inputs[i]}, type, inputs[i].numel(), "input_tensor_list");
-      check_same(op_name, {list[i]}, type, inputs[i].numel(), "output_tensor_lists");
+      check_like(op_name, inputs[i], type, inputs[i].numel(),
+                 "input_tensor_list[" + std::to_string(i) + "]");
+      check_like(op_name, list[i], type, inputs[i].numel(),
+                 "output_tensor_lists[r][" + std::to_string(i) + "]");
       outputs.push_back(list[i]);
     }
   }
@@ -435,7 +438,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_reduce_scatter_base(
   constexpr const char* op_name = "_reduce_scatter_base";
   check_tensor(op_name, input, "input tensor");
   check_tensor(op_name, output, "output tensor");
-  check_same(op_name, {input}, output.scalar_type(), output.numel() * getSize(), "input");
+  check_like(op_name, input, output.scalar_type(), output.numel() * getSize(),
+             "input tensor");
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, output.scalar_type());
   auto work = submit(op_name, c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {input},
                      [&](plx_request_t* request) {
@@ -506,8 +510,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall(std::vector<at::Tens
   auto& [sendcounts, sdispls, recvcounts, rdispls] = *layout;
   size_t send_offset = 0, recv_offset = 0;
   for (int j = 0; j < getSize(); ++j) {
-    check_same(op_name, {inputs[j]}, type, inputs[j].numel(), "input_tensor_list");
-    check_same(op_name, {outputs[j]}, type, outputs[j].numel(), "output_tensor_list");
+    check_like(op_name, inputs[j], type, inputs[j].numel(),
+               "input_tensor_list[" + std::to_string(j) + "]");
+    check_like(op_name, outputs[j], type, outputs[j].numel(),
+               "output_tensor_list[" + std::to_string(j) + "]");
     sendcounts.push_back(count_of(inputs[j]));
     sdispls.push_back(send_offset);
     send_offset += count_of(inputs[j]);

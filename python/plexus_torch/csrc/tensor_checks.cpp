@@ -82,23 +82,26 @@ at::Tensor& single_tensor(const char* op_name, std::vector<at::Tensor>& tensors)
   return tensors[0];
 }
 
+void check_like(const char* op_name, const at::Tensor& t, at::ScalarType type, int64_t numel,
+                const std::string& name) {
+  if (!t.defined()) fail(op_name, name + " is undefined");
+  if (!t.device().is_cpu() || t.layout() != at::kStrided) {
+    fail(op_name, name + " must be a dense CPU tensor");
+  }
+  if (t.scalar_type() != type) {
+    fail(op_name, name + " has dtype " + c10::toString(t.scalar_type()) + ", expected " +
+                      c10::toString(type));
+  }
+  if (t.numel() != numel) {
+    fail(op_name, name + " has " + std::to_string(t.numel()) + " elements, expected " +
+                      std::to_string(numel));
+  }
+}
+
 void check_same(const char* op_name, const std::vector<at::Tensor>& tensors, at::ScalarType type,
                 int64_t numel, const char* what) {
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const at::Tensor& t = tensors[i];
-    const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
-    if (!t.defined()) fail(op_name, name + " is undefined");
-    if (!t.device().is_cpu() || t.layout() != at::kStrided) {
-      fail(op_name, name + " must be a dense CPU tensor");
-    }
-    if (t.scalar_type() != type) {
-      fail(op_name, name + " has dtype " + c10::toString(t.scalar_type()) + ", expected " +
-                        c10::toString(type));
-    }
-    if (t.numel() != numel) {
-      fail(op_name, name + " has " + std::to_string(t.numel()) + " elements, expected " +
-                        std::to_string(numel));
-    }
+    check_like(op_name, tensors[i], type, numel, std::string(what) + "[" + std::to_string(i) + "]");
   }
 }
 

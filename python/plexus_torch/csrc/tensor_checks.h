@@ -36,6 +36,11 @@ at::Tensor& single_tensor(const char* op_name, std::vector<at::Tensor>& tensors)
 // A dense, contiguous CPU tensor of a supported dtype; `what` names it in the message.
 void check_tensor(const char* op_name, const at::Tensor& tensor, const char* what);
 
+// `t` of `type` and `numel` elements (a dense CPU tensor; contiguity not needed); `name` names
+// it in the message.
+void check_like(const char* op_name, const at::Tensor& t, at::ScalarType type, int64_t numel,
+                const std::string& name);
+
 // `tensors` all of `type` and `numel` elements (dense CPU tensors; contiguity not needed).
 void check_same(const char* op_name, const std::vector<at::Tensor>& tensors, at::ScalarType type,
                 int64_t numel, const char* what);
