@@ -67,7 +67,11 @@ void Executor::submit(std::shared_ptr<Task> task) {
 
 void Executor::run_if_first(Task& task) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (stopping_ || busy_ || queue_.empty() || queue_.front().get() != &task) return;
+  // Not before the progress thread has started (and pinned itself, pinning.h): until then the
+  // task is its first, as the thread's tests and users expect.
+  if (stopping_ || busy_ || !worker_ready_ || queue_.empty() || queue_.front().get() != &task) {
+    return;
+  }
   std::shared_ptr<Task> taken = std::move(queue_.front());
   queue_.pop_front();
   run_taken(lock, std::move(taken));
@@ -111,6 +115,7 @@ void Executor::worker_loop() {
     hook();
     lock.lock();
   }
+  worker_ready_ = true;
   const auto has_work = [&] { return stopping_ || (!busy_ && !queue_.empty()); };
   auto idle_since = std::chrono::steady_clock::now();  // last time a parked task finished
   std::chrono::microseconds sleep = kParkedFirstSleep;

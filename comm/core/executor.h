@@ -43,8 +43,9 @@ class Executor {
   plx_result_t run_now(const std::shared_ptr<Task>& task);
   // Queues the task for the progress thread; returns at once.
   void submit(std::shared_ptr<Task> task);
-  // Runs `task` on this thread if it is first in the queue and nothing runs (a thread about to
-  // wait for it: no wake-up of the progress thread, no hand-back); else does nothing.
+  // Runs `task` on this thread if it is first in the queue, nothing runs and the progress thread
+  // has started (a thread about to wait for it: no wake-up of the progress thread, no hand-back);
+  // else does nothing.
   void run_if_first(Task& task);
   // Waits until every queued task has run and every parked one finished (destroy: NCCL flushes
   // outstanding work).
@@ -74,6 +75,7 @@ class Executor {
   std::deque<std::shared_ptr<Task>> parked_;  // posted sends and receives in flight (task.h)
   bool busy_ = false;  // a task is running (on the worker or inline)
   bool stopping_ = false;
+  bool worker_ready_ = false;  // the progress thread has run its start hook
   std::thread worker_;
 };
 

@@ -177,7 +177,8 @@ std::string ProcessGroupPlexus::last_algorithm() const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::submit(
     const char* op_name, c10d::OpType type, std::vector<at::Tensor> outputs,
-    std::vector<at::Tensor> inputs, const std::function<plx_result_t(plx_request_t*)>& issue, Epilogue epilogue) {
+    std::vector<at::Tensor> inputs, const std::function<plx_result_t(plx_request_t*)>& issue,
+    Epilogue epilogue) {
   auto pending = std::make_shared<PendingRequest>();
   pending->op_name = op_name;
   pending->epilogue = std::move(epilogue);
@@ -247,7 +248,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allreduce_coalesced(
   if (tensors.empty()) fail(op_name, "no tensors");
   const at::ScalarType type = tensors[0].scalar_type();
   for (size_t i = 0; i < tensors.size(); ++i) {
-    check_tensor(op_name, tensors[i], "tensors[i]");
+    check_tensor(op_name, tensors[i], ("tensors[" + std::to_string(i) + "]").c_str());
     if (tensors[i].scalar_type() != type) {
       fail(op_name, "tensors[" + std::to_string(i) + "] has dtype " +
                         c10::toString(tensors[i].scalar_type()) + ", expected " +
@@ -313,10 +314,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_allgather_base(
   check_tensor(op_name, output, "output tensor");
   check_like(op_name, output, input.scalar_type(), input.numel() * getSize(),
              "output tensor");
-  return submit(op_name, c10d::OpType::_ALLGATHER_BASE, {output}, {input}, [&](plx_request_t* request) {
-    return plx_iallgather(input.data_ptr(), output.data_ptr(), count_of(input),
-                          dtype(op_name, input), comm_, request);
-  });
+  return submit(op_name, c10d::OpType::_ALLGATHER_BASE, {output}, {input},
+                [&](plx_request_t* request) {
+                  return plx_iallgather(input.data_ptr(), output.data_ptr(), count_of(input),
+                                        dtype(op_name, input), comm_, request);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allgather_coalesced(
