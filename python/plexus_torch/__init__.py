@@ -13,9 +13,16 @@ Every group (the world and each dist.new_group) gets its own Plexus communicator
 through the store torch hands the backend. CPU tensors of float32, float64, float16, bfloat16,
 int8, uint8, int32, int64 and bool. See docs/pytorch.md.
 """
+import atexit as _atexit
+
 import torch.distributed as _dist
 
 from . import _C
+
+# A group still alive at exit was never given to destroy_process_group (an uncaught exception, or
+# a script that just ends): it aborts then, instead of waiting for the other ranks to destroy
+# theirs, so this process exits at once and its peers see it lost within about a second.
+_atexit.register(_C._mark_interpreter_exiting)
 
 ProcessGroupPlexus = _C.ProcessGroupPlexus
 BACKEND_NAME = "plexus"

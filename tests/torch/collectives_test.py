@@ -266,6 +266,48 @@ def edges(rank, world):
     c.equal("16 MiB ring through batch_isend_irecv", recv,
             torch.arange(n, dtype=torch.float32) + ((rank - 1) % world) * 1000.0)
 
+    # A pending receive holds up nothing issued after it: an async all_reduce's future completes
+    # while rank 0's irecv still waits for the send rank 1 makes only after that all_reduce.
+    got = torch.zeros(4)
+    pending = dist.irecv(got, src=1) if rank == 0 else None
+    reduced_now = dist.all_reduce(torch.ones(4), async_op=True).get_future().wait()[0]
+    c.equal("all_reduce future behind a pending irecv", reduced_now, torch.full((4,), float(world)))
+    if rank == 1:
+        dist.send(torch.full((4,), 7.0), dst=0)
+    if rank == 0:
+        pending.wait()
+        c.equal("irecv answered after the all_reduce", got, torch.full((4,), 7.0))
+    # A batch of one large isend returns before its receiver posts (as gloo's and NCCL's).
+    n = 1 << 18
+    if rank in (0, 1):
+        peer = 1 - rank
+        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((n,), float(rank)),
+                                                  peer)])
+        got = torch.zeros(n)
+        dist.recv(got, src=peer)
+        for req in reqs:
+            req.wait()
+        c.equal("recv after a batch of one isend", got[:3], torch.full((3,), float(peer)))
+    # Complex tensors through send/recv and broadcast (as their real views).
+    z = torch.full((3,), complex(1, -2), dtype=torch.complex64) if rank == 0 else \
+        torch.zeros(3, dtype=torch.complex64)
+    dist.broadcast(z, src=0)
+    c.equal("complex broadcast", z, torch.full((3,), complex(1, -2), dtype=torch.complex64))
+    if rank in (2, 3):
+        z = torch.full((2,), complex(rank, rank), dtype=torch.complex128)
+        if rank == 2:
+            dist.send(z, dst=3)
+        else:
+            dist.recv(z, src=2)
+            c.equal("complex send/recv", z, torch.full((2,), complex(2, 2),
+                                                      dtype=torch.complex128))
+    # all_to_all_single in place through a view of the same storage, uneven splits.
+    splits = [1 + ((rank + j) % 2) for j in range(world)]  # symmetric: rank r sends splits[j] to j
+    t = torch.cat([torch.full((splits[j],), float(10 * rank + j)) for j in range(world)])
+    dist.all_to_all_single(t, t[:], output_split_sizes=splits, input_split_sizes=splits)
+    c.equal("all_to_all_single through a view, uneven", t,
+            torch.cat([torch.full((splits[j],), float(10 * j + rank)) for j in range(world)]))
+
     # Mismatched counts: raised on every rank, the group usable afterwards.
     c.raises("mismatched all_reduce counts", lambda: dist.all_reduce(torch.ones(10 + (rank == 0))),
              "plexus allreduce", "PLX_ERROR_MISMATCH")
@@ -293,6 +335,8 @@ def edges(rank, world):
     c.raises("non-contiguous", lambda: dist.all_reduce(torch.ones(4, 4).t()), "contiguous")
     c.raises("int16 (no Plexus datatype)",
              lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "dtype", "not supported")
+    c.raises("PREMUL_SUM on int32", lambda: dist.all_reduce(
+        torch.ones(4, dtype=torch.int32), op=dist._make_nccl_premul_sum(0.5)), "floating-point")
     c.raises("AVG on bool", lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool),
                                                     op=dist.ReduceOp.AVG), "AVG")
     t = torch.full((2,), 1.0)

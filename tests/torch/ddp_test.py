@@ -8,7 +8,9 @@ get_future().then). torch's fp16 compression hook is checked too, to float16 rou
 backends round float16 sums differently).
 
 Failure: kill -9 of one rank during training makes every other rank raise within 60 s with a
-message naming the lost rank, and no process is left behind.
+message naming the lost rank, and no process is left behind. A rank leaving through an uncaught
+exception (no destroy_process_group) is reported to the others within seconds; a group destroyed
+with a receive still unanswered returns at once.
 
 Run: PYTHONPATH=build/python /usr/bin/python3 tests/torch/ddp_test.py
 """
@@ -115,6 +117,41 @@ def train_until_killed(rank, world, victim, stamp_path):
     return None
 
 
+def exit_without_destroy(rank, world, leaver):
+    """The leaver raises (uncaught) while the others are in an all_reduce."""
+    import torch
+    import torch.distributed as dist
+    if rank == leaver:
+        time.sleep(1.0)
+        raise SystemExit("leaving without destroy_process_group")
+    started = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(4))
+    except RuntimeError as e:
+        return time.monotonic() - started, str(e)
+    return None
+
+
+def destroy_with_pending_receive(rank, world):
+    """A group destroyed while a receive on it is unanswered returns at once; the receive fails."""
+    import torch
+    import torch.distributed as dist
+    group = dist.new_group([0, 1])
+    dist.barrier()  # every rank is past new_group's store barrier before rank 0 can leave
+    if rank > 1:
+        return None
+    request = dist.irecv(torch.zeros(4), src=1 - rank, group=group)
+    started = time.monotonic()
+    dist.destroy_process_group(group)
+    del group  # the last reference: the backend's destructor runs here
+    took = time.monotonic() - started
+    try:
+        request.wait()
+        return took, ""
+    except RuntimeError as e:
+        return took, str(e)
+
+
 def max_relative_difference(a, b):
     import numpy
     return max(float(numpy.abs(x - y).max() / max(numpy.abs(y).max(), 1e-30))
@@ -178,6 +215,27 @@ class DdpPeerLoss(unittest.TestCase):
             self.assertLess(raised_at - killed_at, 60.0, f"rank {rank}: {message}")
             self.assertIn(f"rank {victim}", message, f"rank {rank}'s message names no rank")
             self.assertIn("PLX_ERROR_REMOTE", message)
+
+
+class GroupLifetime(unittest.TestCase):
+    def test_exit_without_destroy_is_reported_at_once(self):
+        leaver = 1
+        results = run_world(exit_without_destroy, WORLD, "plexus", timeout_s=120,
+                            args=(leaver,), may_die=(leaver,))
+        for rank, result in enumerate(results):
+            if rank == leaver:
+                continue
+            self.assertIsNotNone(result, f"rank {rank}: all_reduce did not fail")
+            took, message = result
+            self.assertLess(took, 10.0, message)
+            self.assertIn(f"rank {leaver} lost", message)
+
+    def test_destroy_with_a_pending_receive_returns_at_once(self):
+        results = run_world(destroy_with_pending_receive, WORLD, "plexus", timeout_s=120)
+        for rank in (0, 1):
+            took, message = results[rank]
+            self.assertLess(took, 5.0)
+            self.assertIn("PLX_ERROR_ABORTED", message)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ PYBIND11_MODULE(_C, m) {
                              "the transport Plexus chose, e.g. 'shm' or 'tcp;ofi_rxm'")
       .def_property_readonly("last_algorithm", &ProcessGroupPlexus::last_algorithm,
                              "'collective:algorithm' of the last operation that ran");
+  m.def("_mark_interpreter_exiting", [] { plexus::torch_backend::interpreter_exiting = true; },
+        "called at exit (atexit): groups destroyed from then on abort instead of waiting for "
+        "their peers");
   m.def("version", [] {
     int version = 0;
     plx_get_version(&version);

@@ -2,7 +2,10 @@
 #include "plexus_work.h"
 
 #include <c10/util/Exception.h>
+#include <sched.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 
 namespace plexus::torch_backend {
@@ -11,12 +14,29 @@ namespace {
 
 c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::get()); }
 
+constexpr auto kPollSpin = std::chrono::microseconds(100);
+constexpr auto kPollFirstSleep = std::chrono::microseconds(16);
+constexpr auto kPollMaxSleep = std::chrono::microseconds(1000);
+
 }  // namespace
 
-void PendingRequest::complete(WorkPlexus& work) {
+void PendingRequest::complete(WorkPlexus& work) { finish(work, plx_wait(request)); }
+
+bool PendingRequest::try_complete(WorkPlexus& work) {
+  int done = 0;
+  const plx_result_t result = plx_test(request, &done);
+  if (!done && result == PLX_SUCCESS) {
+    state = Free;
+    return false;
+  }
+  // A failure of plx_test itself (an argument error) leaves the request: wait for it instead.
+  finish(work, done ? result : plx_wait(request));
+  return true;
+}
+
+void PendingRequest::finish(WorkPlexus& work, plx_result_t result) {
   std::exception_ptr error;
-  const plx_result_t result = plx_wait(request);
-  request = nullptr;
+  request = nullptr;  // freed by plx_wait / plx_test
   if (result != PLX_SUCCESS) {
     error = std::make_exception_ptr(c10::Error(std::string("plexus ") + op_name + ": " +
                                                    plx_get_error_string(result) + ": " +
@@ -30,6 +50,8 @@ void PendingRequest::complete(WorkPlexus& work) {
     }
   }
   epilogue = nullptr;  // releases what it captured
+  if (outstanding) --*outstanding;
+  state = Done;
   work.complete(error);
 }
 
@@ -40,7 +62,16 @@ WorkPlexus::WorkPlexus(int rank, c10d::OpType type, std::vector<at::Tensor> outp
       future_(c10::make_intrusive<c10::ivalue::Future>(tensor_list_type())) {}
 
 bool WorkPlexus::wait(std::chrono::milliseconds timeout) {
-  if (timeout == kNoTimeout && pending_->claim()) pending_->complete(*this);
+  if (timeout == kNoTimeout) {
+    // Busy: a queue is testing it this instant; it will be Free or Done again at once.
+    while (pending_->queued.load() && pending_->state.load() != PendingRequest::Done) {
+      if (pending_->acquire()) {
+        pending_->complete(*this);
+        break;
+      }
+      sched_yield();
+    }
+  }
   return c10d::Work::wait(timeout);
 }
 
@@ -55,7 +86,8 @@ void WorkPlexus::complete(std::exception_ptr error) {
   }
 }
 
-CompletionQueue::CompletionQueue() : thread_([this] { run(); }) {}
+CompletionQueue::CompletionQueue(Mode mode)
+    : mode_(mode), thread_([this] { mode_ == Mode::Ordered ? run_ordered() : run_polled(); }) {}
 
 CompletionQueue::~CompletionQueue() {
   {
@@ -76,7 +108,7 @@ void CompletionQueue::push(std::shared_ptr<PendingRequest> pending,
   cv_.notify_one();
 }
 
-void CompletionQueue::run() {
+void CompletionQueue::run_ordered() {
   for (;;) {
     Item item;
     {
@@ -86,8 +118,46 @@ void CompletionQueue::run() {
       item = std::move(items_.front());
       items_.pop_front();
     }
-    // A wait() on the Work may have completed it already.
-    if (item.pending->claim()) item.pending->complete(*item.work);
+    // Not acquired: a wait() on the Work completes it (or has).
+    if (item.pending->acquire()) item.pending->complete(*item.work);
+  }
+}
+
+void CompletionQueue::run_polled() {
+  std::vector<Item> pending;
+  auto last_done = std::chrono::steady_clock::now();
+  auto sleep = kPollFirstSleep;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (pending.empty()) {
+        cv_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+      } else if (items_.empty() && std::chrono::steady_clock::now() - last_done > kPollSpin) {
+        cv_.wait_for(lock, sleep, [this] { return !items_.empty(); });
+        sleep = std::min(sleep * 2, kPollMaxSleep);
+      }
+      if (pending.empty() && items_.empty()) return;  // stopping, and nothing left
+      for (Item& item : items_) pending.push_back(std::move(item));
+      items_.clear();
+    }
+    bool finished = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      PendingRequest& p = *it->pending;
+      const bool done = p.state.load() == PendingRequest::Done ||
+                        (p.acquire() && p.try_complete(*it->work));
+      if (done) {
+        it = pending.erase(it);
+        finished = true;
+      } else {
+        ++it;
+      }
+    }
+    if (finished) {
+      last_done = std::chrono::steady_clock::now();
+      sleep = kPollFirstSleep;
+    } else if (std::chrono::steady_clock::now() - last_done <= kPollSpin) {
+      sched_yield();
+    }
   }
 }
 

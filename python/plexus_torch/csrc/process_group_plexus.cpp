@@ -95,7 +95,27 @@ void alltoall_layout(const char* op_name, const at::Tensor& t, const std::vector
   }
 }
 
+// Complex tensors as their real views (torch.view_as_real: a trailing dimension of 2), for the
+// calls that only move bytes, as torch's own all_reduce hands a complex SUM to the backend.
+std::vector<at::Tensor> real_views(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : tensors) {
+    out.push_back(t.defined() && t.is_complex() && t.is_contiguous() ? at::view_as_real(t) : t);
+  }
+  return out;
+}
+
+// Whether the bytes of `a` and `b` overlap (views of one storage, not only the same tensor).
+bool overlaps(const at::Tensor& a, const at::Tensor& b) {
+  const auto* a0 = static_cast<const char*>(a.data_ptr());
+  const auto* b0 = static_cast<const char*>(b.data_ptr());
+  const size_t a_bytes = a.numel() * a.element_size(), b_bytes = b.numel() * b.element_size();
+  return a_bytes > 0 && b_bytes > 0 && a0 < b0 + b_bytes && b0 < a0 + a_bytes;
+}
+
 }  // namespace
+
+std::atomic<bool> interpreter_exiting{false};
 
 ProcessGroupPlexus::ProcessGroupPlexus(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, std::chrono::milliseconds timeout)
@@ -146,7 +166,8 @@ ProcessGroupPlexus::ProcessGroupPlexus(const c10::intrusive_ptr<c10d::Store>& st
       // A store without deletion: the key is overwritten by the next rank 0 anyway.
     }
   }
-  completions_ = std::make_unique<CompletionQueue>();
+  collectives_ = std::make_unique<CompletionQueue>(CompletionQueue::Mode::Ordered);
+  p2p_ = std::make_unique<CompletionQueue>(CompletionQueue::Mode::Polled);
 #if TORCH_VERSION_MAJOR < 2
   init();
 #endif
@@ -154,12 +175,18 @@ ProcessGroupPlexus::ProcessGroupPlexus(const c10::intrusive_ptr<c10d::Store>& st
 }
 
 ProcessGroupPlexus::~ProcessGroupPlexus() {
-  // Python drops the group holding the GIL, but the completion thread may need it (a future's
+  // Python drops the group holding the GIL, but the completion threads may need it (a future's
   // Python callback, or releasing one), and destroying waits for the peers: let it go meanwhile.
+  const bool finalizing = interpreter_exiting.load() || (Py_IsInitialized() && _Py_IsFinalizing());
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
-  completions_.reset();  // every outstanding Work completes first
-  plx_comm_destroy(comm_);
+  if (finalizing || outstanding_->load() > 0) {
+    plx_comm_abort(comm_);  // the outstanding requests end with PLX_ERROR_ABORTED
+  } else {
+    plx_comm_destroy(comm_);
+  }
+  collectives_.reset();
+  p2p_.reset();
 }
 
 std::string ProcessGroupPlexus::transport_name() const {
@@ -176,29 +203,30 @@ std::string ProcessGroupPlexus::last_algorithm() const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::submit(
-    const char* op_name, c10d::OpType type, std::vector<at::Tensor> outputs,
+    const char* op_name, c10d::OpType type, bool point_to_point, std::vector<at::Tensor> outputs,
     std::vector<at::Tensor> inputs, const std::function<plx_result_t(plx_request_t*)>& issue,
     Epilogue epilogue) {
   auto pending = std::make_shared<PendingRequest>();
   pending->op_name = op_name;
   pending->epilogue = std::move(epilogue);
+  pending->outstanding = outstanding_;
   auto work = c10::make_intrusive<WorkPlexus>(getRank(), type, std::move(outputs),
                                                std::move(inputs), pending);
   std::lock_guard<std::mutex> lock(submit_mutex_);
   const plx_result_t result = issue(&pending->request);
   if (result != PLX_SUCCESS) fail_call(op_name, result);
-  if (coalescing_) {
-    deferred_.push_back(Deferred{std::move(pending), work});
-  } else {
-    completions_->push(std::move(pending), work);
-  }
+  ++*outstanding_;
+  (point_to_point ? p2p_ : collectives_)->push(std::move(pending), work);
   return work;
 }
 
 plx_red_op_t ProcessGroupPlexus::acquire_op(const char* op_name, const c10d::ReduceOp& op,
                                             at::ScalarType type) {
   if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return reduce_op(op_name, op, type);
-  if (type == at::kBool) fail(op_name, "PREMUL_SUM is not defined on bool tensors");
+  if (!at::isFloatingType(type)) {
+    fail(op_name, std::string("PREMUL_SUM takes floating-point tensors (") + c10::toString(type) +
+                      " would round the factor to an integer)");
+  }
   // The factor as one element of the tensor's dtype (rounded as torch rounds it).
   const at::Tensor scalar =
       at::scalar_tensor(premul_factor(op_name, op), at::TensorOptions().dtype(type));
@@ -220,13 +248,16 @@ void ProcessGroupPlexus::release_op(plx_red_op_t op) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
   constexpr const char* op_name = "broadcast";
-  at::Tensor& t = single_tensor(op_name, tensors);
+  std::vector<at::Tensor> real = real_views(tensors);
+  at::Tensor& t = single_tensor(op_name, real);
   check_rank(op_name, opts.rootRank, getSize(), "root");
   if (opts.rootTensor != 0) fail(op_name, "root tensor index must be 0");
-  return submit(op_name, c10d::OpType::BROADCAST, {t}, {}, [&](plx_request_t* request) {
-    return plx_ibroadcast(t.data_ptr(), t.data_ptr(), count_of(t), dtype(op_name, t),
-                          static_cast<int>(opts.rootRank), comm_, request);
-  });
+  return submit(op_name, c10d::OpType::BROADCAST, false, {tensors[0]}, {},
+                [&](plx_request_t* request) {
+                  return plx_ibroadcast(t.data_ptr(), t.data_ptr(), count_of(t),
+                                        dtype(op_name, t), static_cast<int>(opts.rootRank),
+                                        comm_, request);
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allreduce(std::vector<at::Tensor>& tensors,
@@ -234,7 +265,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allreduce(std::vector<at::Ten
   constexpr const char* op_name = "allreduce";
   at::Tensor& t = single_tensor(op_name, tensors);
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, t.scalar_type());
-  auto work = submit(op_name, c10d::OpType::ALLREDUCE, {t}, {}, [&](plx_request_t* request) {
+  auto work = submit(op_name, c10d::OpType::ALLREDUCE, false, {t}, {}, [&](plx_request_t* request) {
     return plx_iallreduce(t.data_ptr(), t.data_ptr(), count_of(t), dtype(op_name, t), op, comm_,
                           request);
   });
@@ -258,7 +289,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allreduce_coalesced(
   at::Tensor flat = flatten(tensors, type);
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, type);
   auto work = submit(
-      op_name, c10d::OpType::ALLREDUCE_COALESCED, tensors, {flat},
+      op_name, c10d::OpType::ALLREDUCE_COALESCED, false, tensors, {flat},
       [&](plx_request_t* request) {
         return plx_iallreduce(flat.data_ptr(), flat.data_ptr(), count_of(flat),
                               dtype(op_name, flat), op, comm_, request);
@@ -276,7 +307,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::reduce(std::vector<at::Tensor
   if (opts.rootTensor != 0) fail(op_name, "root tensor index must be 0");
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, t.scalar_type());
   const bool root = opts.rootRank == getRank();
-  auto work = submit(op_name, c10d::OpType::REDUCE, {t}, {}, [&](plx_request_t* request) {
+  auto work = submit(op_name, c10d::OpType::REDUCE, false, {t}, {}, [&](plx_request_t* request) {
     // Only the root's tensor receives the result; the others' are left as they are.
     return plx_ireduce(t.data_ptr(), root ? t.data_ptr() : nullptr, count_of(t),
                        dtype(op_name, t), op, static_cast<int>(opts.rootRank), comm_, request);
@@ -299,7 +330,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allgather(
   check_same(op_name, out, in.scalar_type(), in.numel(), "output_tensor_list");
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
   return submit(
-      op_name, c10d::OpType::ALLGATHER, out, {in},
+      op_name, c10d::OpType::ALLGATHER, false, out, {in},
       [&](plx_request_t* request) {
         return plx_iallgather(in.data_ptr(), flat.data_ptr(), count_of(in), dtype(op_name, in),
                               comm_, request);
@@ -314,7 +345,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_allgather_base(
   check_tensor(op_name, output, "output tensor");
   check_like(op_name, output, input.scalar_type(), input.numel() * getSize(),
              "output tensor");
-  return submit(op_name, c10d::OpType::_ALLGATHER_BASE, {output}, {input},
+  return submit(op_name, c10d::OpType::_ALLGATHER_BASE, false, {output}, {input},
                 [&](plx_request_t* request) {
                   return plx_iallgather(input.data_ptr(), output.data_ptr(), count_of(input),
                                         dtype(op_name, input), comm_, request);
@@ -348,7 +379,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::allgather_coalesced(
   at::Tensor flat_in = flatten(inputs, type);
   at::Tensor flat_out = at::empty({flat_in.numel() * getSize()}, flat_in.options());
   return submit(
-      op_name, c10d::OpType::ALLGATHER_COALESCED, outputs, {flat_in},
+      op_name, c10d::OpType::ALLGATHER_COALESCED, false, outputs, {flat_in},
       [&](plx_request_t* request) {
         return plx_iallgather(flat_in.data_ptr(), flat_out.data_ptr(), count_of(flat_in),
                               dtype(op_name, flat_in), comm_, request);
@@ -367,7 +398,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::gather(
     if (!outputs.empty() && !outputs[0].empty()) {
       fail(op_name, "only the root (rank " + std::to_string(root) + ") takes a gather list");
     }
-    return submit(op_name, c10d::OpType::GATHER, {}, {in}, [&](plx_request_t* request) {
+    return submit(op_name, c10d::OpType::GATHER, false, {}, {in}, [&](plx_request_t* request) {
       return plx_igather(in.data_ptr(), nullptr, count_of(in), dtype(op_name, in), root, comm_,
                          request);
     });
@@ -380,7 +411,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::gather(
   check_same(op_name, out, in.scalar_type(), in.numel(), "gather_list");
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
   return submit(
-      op_name, c10d::OpType::GATHER, out, {in},
+      op_name, c10d::OpType::GATHER, false, out, {in},
       [&](plx_request_t* request) {
         return plx_igather(in.data_ptr(), flat.data_ptr(), count_of(in), dtype(op_name, in), root,
                            comm_, request);
@@ -408,7 +439,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::scatter(
   }
   std::vector<at::Tensor> reads;
   if (flat.defined()) reads.push_back(flat);
-  return submit(op_name, c10d::OpType::SCATTER, {out}, reads, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::SCATTER, false, {out}, reads, [&](plx_request_t* request) {
     return plx_iscatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(), count_of(out),
                         dtype(op_name, out), root, comm_, request);
   });
@@ -426,7 +457,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::reduce_scatter(
   check_same(op_name, inputs[0], out.scalar_type(), out.numel(), "input_list");
   at::Tensor flat = flatten(inputs[0], out.scalar_type());
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, out.scalar_type());
-  auto work = submit(op_name, c10d::OpType::REDUCE_SCATTER, {out}, {flat},
+  auto work = submit(op_name, c10d::OpType::REDUCE_SCATTER, false, {out}, {flat},
                      [&](plx_request_t* request) {
                        return plx_ireduce_scatter(flat.data_ptr(), out.data_ptr(), count_of(out),
                                                   dtype(op_name, out), op, comm_, request);
@@ -443,7 +474,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::_reduce_scatter_base(
   check_like(op_name, input, output.scalar_type(), output.numel() * getSize(),
              "input tensor");
   const plx_red_op_t op = acquire_op(op_name, opts.reduceOp, output.scalar_type());
-  auto work = submit(op_name, c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {input},
+  auto work = submit(op_name, c10d::OpType::_REDUCE_SCATTER_BASE, false, {output}, {input},
                      [&](plx_request_t* request) {
                        return plx_ireduce_scatter(input.data_ptr(), output.data_ptr(),
                                                   count_of(output), dtype(op_name, output), op,
@@ -471,8 +502,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall_base(
                         std::to_string(input.numel()) + ", output " +
                         std::to_string(output.numel()) + ")");
     }
-    at::Tensor send = input.is_same(output) ? input.clone() : input;
-    return submit(op_name, c10d::OpType::ALLTOALL_BASE, {output}, {send},
+    at::Tensor send = overlaps(input, output) ? input.clone() : input;
+    return submit(op_name, c10d::OpType::ALLTOALL_BASE, false, {output}, {send},
                   [&](plx_request_t* request) {
                     return plx_ialltoall(send.data_ptr(), output.data_ptr(),
                                          count_of(input) / static_cast<size_t>(getSize()), type,
@@ -483,10 +514,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall_base(
   auto& [sendcounts, sdispls, recvcounts, rdispls] = *layout;
   alltoall_layout(op_name, input, input_split_sizes, getSize(), "input", &sendcounts, &sdispls);
   alltoall_layout(op_name, output, output_split_sizes, getSize(), "output", &recvcounts, &rdispls);
-  // Plexus's alltoallv is never in place: send from a copy when the two share memory.
-  at::Tensor send = input.is_same(output) ? input.clone() : input;
+  // Plexus's alltoallv is never in place: send from a copy when the two share memory (the same
+  // tensor, or views of one storage).
+  at::Tensor send = overlaps(input, output) ? input.clone() : input;
   return submit(
-      op_name, c10d::OpType::ALLTOALL_BASE, {output}, {send},
+      op_name, c10d::OpType::ALLTOALL_BASE, false, {output}, {send},
       [&](plx_request_t* request) {
         return plx_ialltoallv(send.data_ptr(), sendcounts.data(), sdispls.data(),
                               output.data_ptr(), recvcounts.data(), rdispls.data(), type, comm_,
@@ -526,7 +558,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall(std::vector<at::Tens
   at::Tensor flat_in = flatten(inputs, type);
   at::Tensor flat_out = at::empty({static_cast<int64_t>(recv_offset)}, flat_in.options());
   return submit(
-      op_name, c10d::OpType::ALLTOALL, outputs, {flat_in},
+      op_name, c10d::OpType::ALLTOALL, false, outputs, {flat_in},
       [&](plx_request_t* request) {
         return plx_ialltoallv(flat_in.data_ptr(), sendcounts.data(), sdispls.data(),
                               flat_out.data_ptr(), recvcounts.data(), rdispls.data(),
@@ -538,9 +570,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::alltoall(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::send(std::vector<at::Tensor>& tensors,
                                                         int dst_rank, int tag) {
   constexpr const char* op_name = "send";
-  at::Tensor& t = single_tensor(op_name, tensors);
+  std::vector<at::Tensor> real = real_views(tensors);
+  at::Tensor& t = single_tensor(op_name, real);
   check_rank(op_name, dst_rank, getSize(), "destination rank");
-  return submit(op_name, c10d::OpType::SEND, {}, {t}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::SEND, true, {}, {t}, [&](plx_request_t* request) {
     return plx_isend(t.data_ptr(), count_of(t), dtype(op_name, t), dst_rank, comm_, request);
   });
 }
@@ -548,9 +581,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::send(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::recv(std::vector<at::Tensor>& tensors,
                                                         int src_rank, int tag) {
   constexpr const char* op_name = "recv";
-  at::Tensor& t = single_tensor(op_name, tensors);
+  std::vector<at::Tensor> real = real_views(tensors);
+  at::Tensor& t = single_tensor(op_name, real);
   check_rank(op_name, src_rank, getSize(), "source rank");
-  return submit(op_name, c10d::OpType::RECV, {t}, {}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::RECV, true, {tensors[0]}, {}, [&](plx_request_t* request) {
     return plx_irecv(t.data_ptr(), count_of(t), dtype(op_name, t), src_rank, comm_, request);
   });
 }
@@ -563,31 +597,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::recvAnysource(std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPlexus::barrier(const c10d::BarrierOptions& opts) {
   constexpr const char* op_name = "barrier";
-  return submit(op_name, c10d::OpType::BARRIER, {}, {}, [&](plx_request_t* request) {
+  return submit(op_name, c10d::OpType::BARRIER, false, {}, {}, [&](plx_request_t* request) {
     return plx_ibarrier(comm_, request);
   });
-}
-
-void ProcessGroupPlexus::startCoalescing() {
-  std::lock_guard<std::mutex> lock(submit_mutex_);
-  if (coalescing_) fail("batch_isend_irecv", "a batch is already open on this group");
-  const plx_result_t result = plx_group_start();
-  if (result != PLX_SUCCESS) fail_call("batch_isend_irecv", result);
-  coalescing_ = true;
-}
-
-void ProcessGroupPlexus::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) {
-  std::vector<Deferred> deferred;
-  {
-    std::lock_guard<std::mutex> lock(submit_mutex_);
-    if (!coalescing_) fail("batch_isend_irecv", "no batch is open on this group");
-    coalescing_ = false;
-    deferred.swap(deferred_);
-    // Posts every queued send and receive at once and returns when all are done. A failure is
-    // also each request's result, so the Works report it; nothing to throw here.
-    plx_group_end();
-  }
-  for (Deferred& d : deferred) completions_->push(std::move(d.pending), std::move(d.work));
 }
 
 }  // namespace plexus::torch_backend

@@ -26,6 +26,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/version.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -49,13 +50,22 @@ using BackendBase = c10d::Backend;
 using BackendBase = c10d::ProcessGroup;
 #endif
 
+// Set by plexus_torch's atexit handler: a group destroyed from now on was never given to
+// destroy_process_group, so the process is leaving without it (an uncaught exception, or a
+// script that just ends): the destructor aborts instead of waiting for the other ranks.
+extern std::atomic<bool> interpreter_exiting;
+
 class ProcessGroupPlexus : public BackendBase {
  public:
   // Collective over the group's ranks: returns once every rank has joined (or throws, naming the
   // reason: a rank out of range, the unique id not published in time, Plexus's own error).
   ProcessGroupPlexus(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                      std::chrono::milliseconds timeout);
-  // Completes every outstanding Work, then destroys the communicator (plx_comm_destroy).
+  // Destroys the communicator (plx_comm_destroy, which waits for the other ranks to destroy
+  // theirs), then completes every outstanding Work. Aborts it instead (plx_comm_abort: nothing
+  // waited for; peers see this rank lost) when Works are still outstanding (e.g. a receive nobody
+  // answers) or when Python is exiting without destroy_process_group (an uncaught exception):
+  // then this process exits at once and its peers learn of it within about a second.
   ~ProcessGroupPlexus() override;
 
   const std::string getBackendName() const override { return "plexus"; }
@@ -102,11 +112,12 @@ class ProcessGroupPlexus : public BackendBase {
                                                int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
-  // batch_isend_irecv: the operations between these two run as one Plexus group
-  // (plx_group_start .. plx_group_end), all posted at once; endCoalescing returns once they have
-  // finished, and their Works complete with the group's result.
-  void startCoalescing() override;
-  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override;
+  // batch_isend_irecv: nothing to do. Its sends and receives are plx_isend/plx_irecv, each posted
+  // as soon as the communicator reaches it and then left in flight (plexus.h), so the batch's
+  // operations are all posted without waiting for each other, and their Works complete as they
+  // finish (not as one group: NCCL's ncclGroupEnd does not wait for them either).
+  void startCoalescing() override {}
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override {}
 
   // The transport Plexus chose ("shm", "tcp;ofi_rxm", "ucx;...").
   std::string transport_name() const;
@@ -118,6 +129,7 @@ class ProcessGroupPlexus : public BackendBase {
   // throws its argument error at once, and queues the request for completion. Returns the Work,
   // which holds `outputs` (its result) and `inputs` (what the call reads) until it completes.
   c10::intrusive_ptr<c10d::Work> submit(const char* op_name, c10d::OpType type,
+                                        bool point_to_point,
                                         std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> inputs,
                                         const std::function<plx_result_t(plx_request_t*)>& issue,
@@ -129,14 +141,11 @@ class ProcessGroupPlexus : public BackendBase {
 
   plx_comm_t comm_ = nullptr;
   mutable std::mutex submit_mutex_;  // one thread at a time on comm_ (plexus.h)
-  bool coalescing_ = false;
-  struct Deferred {
-    std::shared_ptr<PendingRequest> pending;
-    c10::intrusive_ptr<WorkPlexus> work;
-  };
-  std::vector<Deferred> deferred_;  // issued inside startCoalescing .. endCoalescing
-  // Reset (drained) by the destructor before the communicator is destroyed.
-  std::unique_ptr<CompletionQueue> completions_;
+  // Requests issued and not yet completed: the destructor aborts when some are left.
+  std::shared_ptr<std::atomic<int>> outstanding_ = std::make_shared<std::atomic<int>>(0);
+  // Reset (drained) by the destructor after the communicator is destroyed or aborted.
+  std::unique_ptr<CompletionQueue> collectives_;  // Ordered
+  std::unique_ptr<CompletionQueue> p2p_;          // Polled
 };
 
 }  // namespace plexus::torch_backend
