@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config git
-  libfabric-dev libfabric-bin libhwloc-dev libucx-dev libboost-dev libopenblas-dev
+  libfabric-dev libfabric-bin libhwloc-dev libucx-dev libboost-dev libopenblas-dev libssl-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   python3-torch libtorch-dev pybind11-dev
   nodejs npm)

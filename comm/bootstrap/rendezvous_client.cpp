@@ -1,14 +1,11 @@
 // rendezvous_client.cpp - a rank's side of the rendezvous and liveness channel.
 //
-// Setup (connect, HELLO, allgather rounds) runs on the caller's thread with deadlines; after
+// Connect and the handshake run on the caller's thread with deadlines; after them
 // start_watching() the socket belongs to the watcher thread, and goodbye()/abort_now() reach it
 // by posting work to its io_context.
 #include "comm/bootstrap/rendezvous_client.h"
 
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
@@ -16,9 +13,13 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
+#include "comm/bootstrap/handshake.h"
+#include "comm/bootstrap/keepalive.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 
@@ -28,19 +29,6 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// Lets the kernel notice a vanished host (not just a dead process) on an idle connection.
-void enable_keepalive(tcp::socket& socket) {
-  const int fd = socket.native_handle();
-  int on = 1, idle_s = 10, interval_s = 5, probes = 3;
-  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
-}
-
-}  // namespace
 
 struct RendezvousClient::Impl {
   asio::io_context io;
@@ -55,13 +43,18 @@ struct RendezvousClient::Impl {
   std::thread watcher;
   std::array<uint8_t, kHeaderBytes> header{};
   Bytes payload;
-  Bytes goodbye_frame;
-  Bytes abort_frame;
-  std::mutex mutex;
+  std::deque<Bytes> outbox;  // frames to send, in order (watcher thread only)
+  bool writing = false;
+  bool close_when_sent = false;
+  std::mutex mutex;  // guards the fields below, shared with the caller's thread
+  std::map<uint32_t, std::vector<Bytes>> tables;  // setup rounds answered by the root
+  std::map<uint64_t, std::weak_ptr<comm::AsyncState>> split_comms;  // watch_communicator()
+  uint64_t frames_written = 0;  // count of frames fully sent (announce_abort waits on it)
   std::condition_variable cv;
   bool all_done = false;
   bool disconnected = false;
   bool closing = false;  // we are closing on purpose: a dropped connection is not a loss
+  bool read_closed = false;  // the last read_frame failed because the connection ended
 
   std::string prefix() const {
     return fmt::format("rank {}: rendezvous at {}:{}", rank, address.host, address.port);
@@ -128,7 +121,9 @@ struct RendezvousClient::Impl {
     return PLX_SUCCESS;
   }
 
-  plx_result_t read_frame(MessageType* type, Bytes* out, Clock::time_point deadline) {
+  plx_result_t read_frame(MessageType* type, Bytes* out, Clock::time_point deadline,
+                          uint32_t max_bytes = kMaxPayloadBytes) {
+    read_closed = false;
     bool done = false;
     boost::system::error_code ec;
     asio::async_read(socket, asio::buffer(header), [&](const boost::system::error_code& e, size_t) {
@@ -139,10 +134,10 @@ struct RendezvousClient::Impl {
     uint32_t bytes = 0;
     if (finished && !ec) {
       parse_header(header.data(), type, &bytes);
-      if (bytes > kMaxPayloadBytes) {
+      if (bytes > max_bytes) {
         return set_error(PLX_ERROR_INTERNAL, fmt::format("{}: message of {} bytes from the root "
                                                          "exceeds {}", prefix(), bytes,
-                                                         kMaxPayloadBytes));
+                                                         max_bytes));
       }
       out->resize(bytes);
       done = false;
@@ -155,11 +150,72 @@ struct RendezvousClient::Impl {
       return read_timeout();
     }
     if (ec) {
+      read_closed = true;
       return set_error(PLX_ERROR_REMOTE,
                        fmt::format("{}: rank 0 lost (connection to the rendezvous root closed: {})",
                                    prefix(), ec.message()));
     }
     return PLX_SUCCESS;
+  }
+
+  // The handshake of handshake.h on a fresh connection. *retry is set when the root closed the
+  // connection before answering (a server shedding a flood of strangers, or one going away):
+  // the caller connects again while its deadline lasts.
+  plx_result_t handshake(Clock::time_point deadline, bool* retry) {
+    *retry = false;
+    MessageType type;
+    Bytes payload;
+    if (read_frame(&type, &payload, deadline, kMaxErrorBytes) != PLX_SUCCESS) {
+      *retry = read_closed;
+      return PLX_ERROR_REMOTE;
+    }
+    if (type == MessageType::Error) return error_from_root(payload);
+    WireReader challenge(payload);
+    const uint32_t version = challenge.u32();
+    const Nonce server_nonce = challenge.fixed<kNonceBytes>();
+    if (type != MessageType::Challenge || !challenge.ok()) {
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("{}: the server sent {} instead of a CHALLENGE (not a Plexus "
+                                   "rendezvous?)",
+                                   prefix(), message_type_name(type)));
+    }
+    if (version != kWireVersion) {
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("{}: the server speaks wire version {}, this rank {} (mixed "
+                                   "Plexus versions?)",
+                                   prefix(), version, kWireVersion));
+    }
+    Nonce client_nonce;
+    PLX_CHECK(random_nonce(&client_nonce));
+    WireWriter hello;
+    hello.u32(kWireVersion).i32(rank).i32(nranks).fixed(client_nonce);
+    hello.fixed(handshake_mac(address.key, MacPurpose::Hello, server_nonce, client_nonce, rank,
+                              nranks));
+    PLX_CHECK(write_frame(hello.frame(MessageType::Hello), deadline));
+    if (read_frame(&type, &payload, deadline, kMaxErrorBytes) != PLX_SUCCESS) {
+      *retry = read_closed;
+      return PLX_ERROR_REMOTE;
+    }
+    if (type == MessageType::Error) return error_from_root(payload);
+    WireReader welcome(payload);
+    const Mac mac = welcome.fixed<kMacBytes>();
+    const Mac expected = handshake_mac(address.key, MacPurpose::Welcome, server_nonce,
+                                       client_nonce, rank, nranks);
+    if (type != MessageType::Welcome || !welcome.ok() || !macs_equal(mac, expected)) {
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("{}: the server did not prove the job key: it belongs to "
+                                   "another job (PLEXUS_JOB_TOKEN or launcher job id differ)",
+                                   prefix()));
+    }
+    return PLX_SUCCESS;
+  }
+
+  plx_result_t error_from_root(const Bytes& payload) {
+    WireReader in(payload);
+    const auto code = static_cast<plx_result_t>(in.u32());
+    const std::string message = in.text();
+    return set_error(code == PLX_SUCCESS || !in.ok() ? PLX_ERROR_INTERNAL : code,
+                     fmt::format("rank {}: {}", rank, message));
   }
 
   plx_result_t read_timeout() {
@@ -190,19 +246,89 @@ struct RendezvousClient::Impl {
 
   void on_watch_message(MessageType type) {
     WireReader in(payload);
-    if (type == MessageType::Lost) {
+    if (type == MessageType::Table) {
+      const uint32_t round = in.u32();
+      const uint32_t n = in.u32();
+      std::vector<Bytes> entries;
+      for (uint32_t i = 0; i < n && in.ok(); ++i) entries.push_back(in.bytes());
+      if (!in.ok() || n != static_cast<uint32_t>(nranks)) {
+        async->record_error(PLX_ERROR_INTERNAL,
+                            fmt::format("{}: malformed table for round {} ({} entries, expected "
+                                        "{})",
+                                        prefix(), round, n, nranks));
+      } else {
+        std::lock_guard<std::mutex> lock(mutex);
+        tables[round] = std::move(entries);
+      }
+    } else if (type == MessageType::Lost) {
       const int lost_rank = in.i32();
       const std::string reason = in.text();
       log_message(LogLevel::Info, "rank {} lost ({})", lost_rank, reason);
       async->record_error(PLX_ERROR_REMOTE, fmt::format("rank {} lost ({})", lost_rank, reason));
     } else if (type == MessageType::Error) {
       const auto code = static_cast<plx_result_t>(in.u32());
-      async->record_error(code, in.text());
+      const std::string message = in.text();
+      async->record_error(code == PLX_SUCCESS || !in.ok() ? PLX_ERROR_INTERNAL : code, message);
     } else if (type == MessageType::AllDone) {
       std::lock_guard<std::mutex> lock(mutex);
       all_done = true;
+    } else if (type == MessageType::CommAbort) {
+      const uint64_t comm_id = in.u64();
+      const std::string reason = in.text();
+      std::shared_ptr<comm::AsyncState> target;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (auto it = split_comms.find(comm_id); it != split_comms.end()) {
+          target = it->second.lock();
+        }
+      }
+      if (target && in.ok()) {
+        log_message(LogLevel::Info, "split communicator {:#x}: {}", comm_id, reason);
+        target->record_error(PLX_ERROR_REMOTE, reason);
+      }
+    } else {
+      log_message(LogLevel::Warn, "{}: unexpected {} from the root", prefix(),
+                  message_type_name(type));
     }
     cv.notify_all();
+  }
+
+  // Watcher thread: queues a frame and writes the queue out in order.
+  void send_frame(Bytes frame) {
+    outbox.push_back(std::move(frame));
+    if (!writing) flush();
+  }
+
+  void flush() {
+    if (outbox.empty()) {
+      if (close_when_sent) close_now();
+      return;
+    }
+    writing = true;
+    asio::async_write(socket, asio::buffer(outbox.front()),
+                      [this](const boost::system::error_code& ec, size_t) {
+                        writing = false;
+                        if (ec) {
+                          outbox.clear();
+                          if (close_when_sent) close_now();
+                          return;  // the pending read reports the broken connection
+                        }
+                        outbox.pop_front();
+                        {
+                          std::lock_guard<std::mutex> lock(mutex);
+                          ++frames_written;
+                        }
+                        cv.notify_all();
+                        flush();
+                      });
+  }
+
+  // From any thread: hands a frame to the watcher.
+  void post_frame(Bytes frame, bool then_close = false) {
+    asio::post(io, [this, frame = std::move(frame), then_close]() mutable {
+      if (then_close) close_when_sent = true;
+      send_frame(std::move(frame));
+    });
   }
 
   void on_watch_end() {
@@ -239,14 +365,34 @@ plx_result_t RendezvousClient::connect(const RendezvousAddress& address, int ran
   impl->timeout_ms = timeout_ms;
   impl->async = std::move(async);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  PLX_CHECK(impl->connect_with_retry(deadline));
-  boost::system::error_code ignored;
-  impl->socket.set_option(tcp::no_delay(true), ignored);
-  enable_keepalive(impl->socket);
-  WireWriter hello;
-  hello.u32(kWireVersion).u64(address.nonce).i32(rank).i32(nranks);
-  PLX_CHECK(impl->write_frame(hello.frame(MessageType::Hello), deadline));
+  std::string why_retried;
+  while (true) {
+    PLX_CHECK(impl->connect_with_retry(deadline));
+    boost::system::error_code ignored;
+    impl->socket.set_option(tcp::no_delay(true), ignored);
+    enable_keepalive(impl->socket.native_handle());
+    bool retry = false;
+    const plx_result_t result = impl->handshake(deadline, &retry);
+    if (result == PLX_SUCCESS) break;
+    if (!retry) return result;
+    why_retried = last_error();
+    log_message(LogLevel::Info, "{}: closed before the handshake ended; connecting again",
+                impl->prefix());
+    if (Clock::now() >= deadline) {
+      return set_error(PLX_ERROR_TIMEOUT,
+                       fmt::format("{}: no handshake within PLEXUS_TIMEOUT_MS={} ms (last: {})",
+                                   impl->prefix(), timeout_ms, why_retried));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   log_message(LogLevel::Trace, "{}: connected", impl->prefix());
+  // From here the watcher thread owns the socket: it files the setup tables, and a LOST or
+  // ERROR from the root becomes the communicator's async error at once, so a rank that waits
+  // on its transport during setup learns of a peer's failure without waiting out a timeout.
+  Impl* s = impl.get();
+  s->io.restart();
+  s->watch_next();
+  s->watcher = std::thread([s] { s->io.run(); });
   out->reset(new RendezvousClient(std::move(impl)));
   return PLX_SUCCESS;
 }
@@ -258,63 +404,30 @@ plx_result_t RendezvousClient::allgather(uint32_t round, const Bytes& mine,
                         std::chrono::seconds(1);
   WireWriter contribution;
   contribution.u32(round).bytes(mine);
-  PLX_CHECK(s.write_frame(contribution.frame(MessageType::Contribute), deadline));
-  while (true) {
-    MessageType type;
-    Bytes payload;
-    PLX_CHECK(s.read_frame(&type, &payload, deadline));
-    WireReader in(payload);
-    switch (type) {
-      case MessageType::Table: {
-        const uint32_t their_round = in.u32();
-        const uint32_t n = in.u32();
-        std::vector<Bytes> entries;
-        for (uint32_t i = 0; i < n && in.ok(); ++i) entries.push_back(in.bytes());
-        if (!in.ok() || their_round != round || n != static_cast<uint32_t>(s.nranks)) {
-          return set_error(PLX_ERROR_INTERNAL,
-                           fmt::format("{}: malformed table for round {} (got round {}, {} "
-                                       "entries, expected {})",
-                                       s.prefix(), round, their_round, n, s.nranks));
-        }
-        *table = std::move(entries);
-        return PLX_SUCCESS;
-      }
-      case MessageType::Error: {
-        const auto code = static_cast<plx_result_t>(in.u32());
-        const std::string message = in.text();
-        return set_error(code == PLX_SUCCESS ? PLX_ERROR_INTERNAL : code,
-                         fmt::format("rank {}: {}", s.rank, message));
-      }
-      case MessageType::Lost: {
-        const int lost_rank = in.i32();
-        const std::string reason = in.text();
-        return set_error(PLX_ERROR_REMOTE,
-                         fmt::format("rank {}: rank {} lost during the rendezvous ({})", s.rank,
-                                     lost_rank, reason));
-      }
-      default:
-        log_message(LogLevel::Warn, "{}: unexpected {} during setup", s.prefix(),
-                    message_type_name(type));
-        break;
-    }
+  s.post_frame(contribution.frame(MessageType::Contribute));
+  std::unique_lock<std::mutex> lock(s.mutex);
+  const bool answered = s.cv.wait_until(lock, deadline, [&] {
+    return s.tables.count(round) != 0 || s.async->error() != PLX_SUCCESS || s.disconnected;
+  });
+  if (auto it = s.tables.find(round); it != s.tables.end()) {
+    *table = std::move(it->second);
+    s.tables.erase(it);
+    return PLX_SUCCESS;
   }
-}
-
-void RendezvousClient::start_watching() {
-  Impl* s = impl_.get();
-  s->io.restart();
-  s->watch_next();
-  s->watcher = std::thread([s] { s->io.run(); });
+  if (s.async->error() != PLX_SUCCESS) {
+    return set_error(s.async->error(), fmt::format("rank {}: {}", s.rank, s.async->message()));
+  }
+  if (!answered) return s.read_timeout();
+  return set_error(PLX_ERROR_REMOTE,
+                   fmt::format("rank {}: rank 0 lost (connection to the rendezvous root closed "
+                               "during setup)",
+                               s.rank));
 }
 
 plx_result_t RendezvousClient::goodbye(const std::function<void()>& while_waiting) {
   Impl* s = impl_.get();
   if (!s->watcher.joinable()) return PLX_SUCCESS;
-  s->goodbye_frame = WireWriter().frame(MessageType::Goodbye);
-  asio::post(s->io, [s] {
-    asio::async_write(s->socket, asio::buffer(s->goodbye_frame),
-                      [](const boost::system::error_code&, size_t) {});
-  });
+  s->post_frame(WireWriter().frame(MessageType::Goodbye));
   const auto deadline = Clock::now() + std::chrono::milliseconds(s->timeout_ms);
   bool all_done = false;
   bool timed_out = false;
@@ -351,32 +464,49 @@ plx_result_t RendezvousClient::goodbye(const std::function<void()>& while_waitin
                                s->rank));
 }
 
+void RendezvousClient::watch_communicator(uint64_t comm_id,
+                                          std::weak_ptr<comm::AsyncState> async) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->split_comms[comm_id] = std::move(async);
+}
+
+void RendezvousClient::forget_communicator(uint64_t comm_id) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->split_comms.erase(comm_id);
+}
+
+void RendezvousClient::announce_abort(uint64_t comm_id, const std::string& reason) {
+  Impl* s = impl_.get();
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (s->closing || s->disconnected || !s->watcher.joinable()) return;
+  }
+  WireWriter out;
+  out.u64(comm_id).text(reason.substr(0, kMaxErrorBytes / 2));
+  // Frames go out in order: ours is written when the count passes what was queued before it.
+  auto target = std::make_shared<uint64_t>(UINT64_MAX);
+  asio::post(s->io, [s, frame = out.frame(MessageType::CommAbort), target]() mutable {
+    {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      *target = s->frames_written + s->outbox.size() + 1;
+    }
+    s->send_frame(std::move(frame));
+  });
+  std::unique_lock<std::mutex> lock(s->mutex);
+  s->cv.wait_for(lock, std::chrono::seconds(1),
+                 [&] { return s->frames_written >= *target || s->disconnected; });
+}
+
 void RendezvousClient::abort_now(const std::string& reason) {
   Impl* s = impl_.get();
-  if (!s) return;
-  if (!s->watcher.joinable()) {
-    if (!s->socket.is_open()) return;
-    // Still in setup: the socket is ours; say why, without waiting long.
-    WireWriter why;
-    why.text(reason);
-    const Bytes frame = why.frame(MessageType::Abort);
-    boost::system::error_code ignored;
-    s->socket.non_blocking(true, ignored);
-    s->socket.write_some(asio::buffer(frame), ignored);
-    s->close_now();
-    return;
-  }
+  if (!s || !s->watcher.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(s->mutex);
     s->closing = true;
   }
   WireWriter why;
-  why.text(reason);
-  s->abort_frame = why.frame(MessageType::Abort);
-  asio::post(s->io, [s] {
-    asio::async_write(s->socket, asio::buffer(s->abort_frame),
-                      [s](const boost::system::error_code&, size_t) { s->close_now(); });
-  });
+  why.text(reason.substr(0, kMaxErrorBytes / 2));
+  s->post_frame(why.frame(MessageType::Abort), /*then_close=*/true);
   s->watcher.join();
 }
 

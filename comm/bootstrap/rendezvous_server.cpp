@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "comm/bootstrap/handshake.h"
+#include "comm/bootstrap/keepalive.h"
 #include "comm/bootstrap/wire.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
@@ -29,9 +31,21 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+// Bounds on what a connection that has not proven the job key may cost the server: how many
+// such connections may be open at once (beyond this the oldest is dropped, so a flood cannot
+// lock out a late rank for long), and how long one may take to send its HELLO.
+constexpr size_t kMaxUnadmitted = 64;
+constexpr auto kHelloDeadline = std::chrono::seconds(10);
+// More ranks than any job has; a larger claim is refused before anything is sized by it.
+constexpr int kMaxRanks = 1 << 20;
+
 struct Connection {
-  explicit Connection(asio::io_context& io) : socket(io) {}
+  explicit Connection(asio::io_context& io) : socket(io), hello_timer(io) {}
   tcp::socket socket;
+  asio::steady_timer hello_timer;
+  std::string peer;      // "address:port", for the log
+  Nonce server_nonce{};  // the CHALLENGE this connection must answer
+  bool admitted = false;  // proved the key: may send anything up to kMaxPayloadBytes
   int rank = -1;  // set by HELLO
   bool said_goodbye = false;
   bool open = true;
@@ -58,19 +72,23 @@ struct RendezvousServer::Impl {
 
   std::string host;
   int port = 0;
-  uint64_t nonce = 0;
+  JobKeyBytes key{};
   int timeout_ms = 0;
+  asio::steady_timer accept_retry{io};
 
   // Server-thread state.
   int nranks = -1;
   int first_rank = -1;  // the rank whose HELLO fixed nranks
   int joined = 0;
   int goodbyes = 0;
+  bool setup_done = false;  // the table of kLastSetupRound went out
   bool failed = false;
   plx_result_t failure_code = PLX_SUCCESS;
   std::string failure_message;
   bool join_timer_running = false;
-  std::vector<ConnectionPtr> connections;
+  std::vector<ConnectionPtr> connections;  // admitted: proved the key
+  std::deque<ConnectionPtr> unadmitted;   // oldest first, at most kMaxUnadmitted
+  uint64_t refused = 0;                   // connections dropped before admission
   std::vector<ConnectionPtr> by_rank;
   std::vector<bool> lost;
   std::map<uint32_t, std::vector<std::optional<Bytes>>> rounds;
@@ -80,7 +98,17 @@ struct RendezvousServer::Impl {
 
   void run() {
     accept_next();
-    io.run();
+    // A handler that throws (std::bad_alloc, say) must not take the process down: the job fails
+    // with the reason and the loop goes on serving the error to every rank.
+    while (true) {
+      try {
+        io.run();
+        break;
+      } catch (const std::exception& e) {
+        log_message(LogLevel::Warn, "{}: internal error: {}", where(), e.what());
+        fail_all(PLX_ERROR_INTERNAL, fmt::format("{}: internal error: {}", where(), e.what()));
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(finished_mutex);
       finished.store(true);
@@ -92,13 +120,52 @@ struct RendezvousServer::Impl {
   void accept_next() {
     auto conn = std::make_shared<Connection>(io);
     acceptor.async_accept(conn->socket, [this, conn](const boost::system::error_code& ec) {
-      if (ec) return;  // listener closed
-      boost::system::error_code ignored;
-      conn->socket.set_option(tcp::no_delay(true), ignored);
-      connections.push_back(conn);
-      read_header(conn);
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;  // closed
+      if (ec) {
+        // Out of descriptors (EMFILE), say: keep the listener, try again shortly.
+        log_message(LogLevel::Warn, "{}: accept failed: {}; retrying in 100 ms", where(),
+                    ec.message());
+        accept_retry.expires_after(std::chrono::milliseconds(100));
+        accept_retry.async_wait([this](const boost::system::error_code& e) {
+          if (!e) accept_next();
+        });
+        return;
+      }
+      on_accept(conn);
       accept_next();
     });
+  }
+
+  // A new connection gets a CHALLENGE and kHelloDeadline to answer it with a valid HELLO.
+  void on_accept(const ConnectionPtr& conn) {
+    boost::system::error_code ignored;
+    conn->socket.set_option(tcp::no_delay(true), ignored);
+    enable_keepalive(conn->socket.native_handle());
+    const auto remote = conn->socket.remote_endpoint(ignored);
+    conn->peer = ignored ? "?" : fmt::format("{}:{}", remote.address().to_string(),
+                                             remote.port());
+    if (unadmitted.size() >= kMaxUnadmitted) {
+      const ConnectionPtr oldest = unadmitted.front();
+      drop(oldest, "too many unadmitted connections");
+    }
+    if (random_nonce(&conn->server_nonce) != PLX_SUCCESS) return close(conn);
+    unadmitted.push_back(conn);
+    conn->hello_timer.expires_after(kHelloDeadline);
+    conn->hello_timer.async_wait([this, conn](const boost::system::error_code& e) {
+      if (!e && !conn->admitted) drop(conn, "no HELLO within 10 s");
+    });
+    WireWriter challenge;
+    challenge.u32(kWireVersion).fixed(conn->server_nonce);
+    send(conn, challenge.frame(MessageType::Challenge));
+    read_header(conn);
+  }
+
+  // Closes a connection that never proved the key; nothing of the job is touched.
+  void drop(const ConnectionPtr& conn, const char* why) {
+    ++refused;
+    log_message(LogLevel::Info, "{}: dropped a connection from {} ({}; {} so far)", where(),
+                conn->peer, why, refused);
+    close(conn);
   }
 
   void read_header(const ConnectionPtr& conn) {
@@ -108,6 +175,10 @@ struct RendezvousServer::Impl {
                        MessageType type;
                        uint32_t bytes = 0;
                        parse_header(conn->header.data(), &type, &bytes);
+                       if (!conn->admitted &&
+                           (type != MessageType::Hello || bytes > kMaxHelloBytes)) {
+                         return drop(conn, "not a HELLO");
+                       }
                        if (bytes > kMaxPayloadBytes) return on_disconnect(conn);
                        conn->payload.resize(bytes);
                        asio::async_read(conn->socket, asio::buffer(conn->payload),
@@ -125,10 +196,12 @@ struct RendezvousServer::Impl {
     switch (type) {
       case MessageType::Hello: {
         const uint32_t version = in.u32();
-        const uint64_t their_nonce = in.u64();
         const int rank = in.i32();
         const int n = in.i32();
-        on_hello(conn, in.ok() ? version : 0, their_nonce, rank, n);
+        const Nonce client_nonce = in.fixed<kNonceBytes>();
+        const Mac mac = in.fixed<kMacBytes>();
+        if (!in.ok()) return drop(conn, "malformed HELLO");
+        if (!conn->admitted) return on_hello(conn, version, rank, n, client_nonce, mac);
         break;
       }
       case MessageType::Contribute: {
@@ -137,13 +210,26 @@ struct RendezvousServer::Impl {
         if (in.ok() && conn->rank >= 0) on_contribute(conn->rank, round, std::move(data));
         break;
       }
+      case MessageType::CommAbort: {
+        const uint64_t comm_id = in.u64();
+        const std::string reason = in.text();
+        if (!in.ok() || conn->rank < 0 || failed) break;
+        // Passed on as it came; only members of that split communicator have it filed.
+        WireWriter out;
+        out.u64(comm_id).text(reason);
+        const Bytes frame = out.frame(MessageType::CommAbort);
+        for (const auto& peer : by_rank) {
+          if (peer && peer != conn) send(peer, frame);
+        }
+        break;
+      }
       case MessageType::Goodbye:
         if (conn->rank >= 0 && !conn->said_goodbye) on_goodbye(conn);
         break;
       case MessageType::Abort: {
-        std::string reason = in.text();
-        if (conn->rank >= 0 && !failed) report_lost(conn->rank, reason);
+        const std::string reason = in.text();
         close(conn);
+        if (conn->rank >= 0 && !failed) rank_gone(conn->rank, reason);
         break;
       }
       default:
@@ -153,22 +239,43 @@ struct RendezvousServer::Impl {
     }
   }
 
-  void on_hello(const ConnectionPtr& conn, uint32_t version, uint64_t their_nonce, int rank,
-                int n) {
+  void on_hello(const ConnectionPtr& conn, uint32_t version, int rank, int n,
+                const Nonce& client_nonce, const Mac& mac) {
     if (version != kWireVersion) {
       return refuse(conn, PLX_ERROR_INVALID_ARGUMENT,
-                    fmt::format("{}: bad HELLO (wire version {}, expected {})", where(), version,
-                                kWireVersion));
+                    fmt::format("{}: bad HELLO (wire version {}, expected {}: mixed Plexus "
+                                "versions?)",
+                                where(), version, kWireVersion));
     }
-    if (their_nonce != nonce) {
+    const Mac expected =
+        handshake_mac(key, MacPurpose::Hello, conn->server_nonce, client_nonce, rank, n);
+    if (!macs_equal(mac, expected)) {
+      ++refused;
+      log_message(LogLevel::Info, "{}: refused {} (claimed rank {}): wrong job key", where(),
+                  conn->peer, rank);
       return refuse(conn, PLX_ERROR_INVALID_ARGUMENT,
-                    fmt::format("{}: the unique id does not match this server (a stale id?)",
+                    fmt::format("{}: this rendezvous belongs to another job: the job key does "
+                                "not match (PLEXUS_JOB_TOKEN or launcher job id differ, or a "
+                                "stale unique id)",
                                 where()));
     }
+    // Admitted: the key is proven, from here on the connection counts as one of the job's.
+    conn->admitted = true;
+    conn->hello_timer.cancel();
+    std::erase(unadmitted, conn);
+    connections.push_back(conn);
+    WireWriter welcome;
+    welcome.fixed(
+        handshake_mac(key, MacPurpose::Welcome, conn->server_nonce, client_nonce, rank, n));
+    send(conn, welcome.frame(MessageType::Welcome));
     if (failed) return refuse(conn, failure_code, failure_message);  // a late joiner
     if (conn->rank >= 0) return;
     if (nranks < 0) {
-      if (n < 1) return refuse(conn, PLX_ERROR_INVALID_ARGUMENT, "nranks below 1");
+      if (n < 1 || n > kMaxRanks) {
+        return refuse(conn, PLX_ERROR_INVALID_ARGUMENT,
+                      fmt::format("{}: rank {} passed nranks {}, not in 1..{}", where(), rank, n,
+                                  kMaxRanks));
+      }
       nranks = n;
       first_rank = rank;
       by_rank.assign(n, nullptr);
@@ -214,6 +321,7 @@ struct RendezvousServer::Impl {
     for (const auto& slot : slots) out.bytes(*slot);
     const Bytes frame = out.frame(MessageType::Table);
     for (const auto& peer : by_rank) send(peer, frame);
+    if (round == kLastSetupRound) setup_done = true;
     rounds.erase(round);
     round_counts.erase(round);
   }
@@ -233,12 +341,17 @@ struct RendezvousServer::Impl {
     const bool clean = conn->said_goodbye || conn->closing;
     close(conn);
     if (conn->rank < 0 || clean || failed) return;
-    if (joined < nranks) {
+    rank_gone(conn->rank, "connection closed");
+  }
+
+  // A rank left without GOODBYE. During setup nobody can go on: every rank, and any that joins
+  // later, fails with the reason. After it, the others are told and decide for themselves.
+  void rank_gone(int rank, const std::string& reason) {
+    if (!setup_done) {
       return fail_all(PLX_ERROR_REMOTE,
-                      fmt::format("rank {} lost during the rendezvous (connection closed)",
-                                  conn->rank));
+                      fmt::format("rank {} lost during communicator setup ({})", rank, reason));
     }
-    report_lost(conn->rank, "connection closed");
+    report_lost(rank, reason);
   }
 
   void on_join_timeout() {
@@ -327,9 +440,11 @@ struct RendezvousServer::Impl {
     }
   }
 
-  void close(const ConnectionPtr& conn) {
+  void close(ConnectionPtr conn) {  // by value: the caller's reference may point into unadmitted
     if (!conn->open) return;
     conn->open = false;
+    conn->hello_timer.cancel();
+    if (!conn->admitted) std::erase(unadmitted, conn);
     boost::system::error_code ignored;
     conn->socket.shutdown(tcp::socket::shutdown_both, ignored);
     conn->socket.close(ignored);
@@ -338,12 +453,16 @@ struct RendezvousServer::Impl {
   void close_listener() {
     boost::system::error_code ignored;
     acceptor.close(ignored);
+    accept_retry.cancel();
   }
 
   void close_everything() {
     close_listener();
     join_timer.cancel();
+    accept_retry.cancel();
     for (const auto& conn : connections) close(conn);
+    const std::deque<ConnectionPtr> waiting = unadmitted;
+    for (const auto& conn : waiting) close(conn);
   }
 };
 
@@ -351,11 +470,11 @@ RendezvousServer::RendezvousServer(std::unique_ptr<Impl> impl) : impl_(std::move
 
 RendezvousServer::~RendezvousServer() { stop(); }
 
-plx_result_t RendezvousServer::start(const std::string& host, int port, uint64_t nonce,
+plx_result_t RendezvousServer::start(const std::string& host, int port, const JobKeyBytes& key,
                                      int timeout_ms, std::unique_ptr<RendezvousServer>* out) {
   auto impl = std::make_unique<Impl>();
   impl->host = host;
-  impl->nonce = nonce;
+  impl->key = key;
   impl->timeout_ms = timeout_ms;
   boost::system::error_code ec;
   asio::ip::address address = asio::ip::make_address(host, ec);

@@ -1,8 +1,13 @@
 // rendezvous_server.h - the root of the bootstrap: a TCP server (Boost.Asio, one background
 // thread) that every rank of one communicator connects to.
 //
-// It admits `nranks` ranks (the first HELLO fixes nranks; a disagreeing nranks or a rank claimed
-// twice fails every rank with PLX_ERROR_REMOTE), runs allgather rounds over their contributions,
+// Every accepted connection is challenged first (handshake.h): one that does not answer with a
+// HELLO proving the job's key within 10 s, or sends anything else, is dropped without touching
+// the job, having cost at most a 128-byte buffer; at most 64 such connections are open at once
+// (the oldest is dropped for a newer one). A handler that throws fails the job with the reason
+// instead of the process. Of the admitted, it takes `nranks` ranks (the first HELLO fixes
+// nranks, at most 2^20; a disagreeing nranks or a rank claimed twice fails every rank with
+// PLX_ERROR_REMOTE), runs allgather rounds over their contributions,
 // and then serves as the liveness hub: a rank whose connection drops without GOODBYE is reported
 // to every other rank as LOST. When all ranks said GOODBYE it answers ALL_DONE and finishes.
 // If not every rank joins within timeout_ms of the first HELLO, all get PLX_ERROR_TIMEOUT naming
@@ -15,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/bootstrap/job_key.h"
 #include "plexus/plexus.h"
 
 namespace plexus::bootstrap {
@@ -24,8 +30,10 @@ class RendezvousServer {
   // Binds host:port (port 0: the kernel picks; a host that is not a local address falls back to
   // the wildcard address), listens, and starts serving in a background thread. Returns
   // PLX_ERROR_SYSTEM naming the address and the OS error if the listener cannot be opened.
-  static plx_result_t start(const std::string& host, int port, uint64_t nonce, int timeout_ms,
-                            std::unique_ptr<RendezvousServer>* out);
+  // Only connections that prove `key` (handshake.h) are admitted; see the class comment for
+  // what others may cost.
+  static plx_result_t start(const std::string& host, int port, const JobKeyBytes& key,
+                            int timeout_ms, std::unique_ptr<RendezvousServer>* out);
 
   ~RendezvousServer();  // stop(), then frees
   RendezvousServer(const RendezvousServer&) = delete;

@@ -12,11 +12,11 @@ namespace plexus::bootstrap {
 
 namespace {
 
-constexpr uint8_t kMagic[8] = {'P', 'L', 'X', 'U', 'I', 'D', 0x01, 0x00};
-constexpr size_t kNonceOffset = 8;
-constexpr size_t kPortOffset = 16;
-constexpr size_t kLengthOffset = 18;
-constexpr size_t kAddressOffset = 19;
+constexpr uint8_t kMagic[8] = {'P', 'L', 'X', 'U', 'I', 'D', 0x02, 0x00};
+constexpr size_t kKeyOffset = 8;
+constexpr size_t kPortOffset = kKeyOffset + kJobKeyBytes;
+constexpr size_t kLengthOffset = kPortOffset + 2;
+constexpr size_t kAddressOffset = kLengthOffset + 1;
 static_assert(kAddressOffset + kMaxAddressChars <= PLX_UNIQUE_ID_BYTES);
 
 }  // namespace
@@ -25,8 +25,7 @@ void encode_unique_id(const RendezvousAddress& address, plx_unique_id_t* id) {
   auto* bytes = reinterpret_cast<uint8_t*>(id->internal);
   std::memset(bytes, 0, PLX_UNIQUE_ID_BYTES);
   std::memcpy(bytes, kMagic, sizeof(kMagic));
-  for (int i = 0; i < 8; ++i)
-    bytes[kNonceOffset + i] = static_cast<uint8_t>(address.nonce >> (8 * i));
+  std::memcpy(bytes + kKeyOffset, address.key.data(), kJobKeyBytes);
   bytes[kPortOffset] = static_cast<uint8_t>(address.port & 0xff);
   bytes[kPortOffset + 1] = static_cast<uint8_t>((address.port >> 8) & 0xff);
   const size_t length = std::min(address.host.size(), kMaxAddressChars);
@@ -59,8 +58,7 @@ plx_result_t decode_unique_id(const plx_unique_id_t& id, RendezvousAddress* out)
   RendezvousAddress address;
   address.host.assign(reinterpret_cast<const char*>(bytes + kAddressOffset), length);
   address.port = port;
-  for (int i = 0; i < 8; ++i)
-    address.nonce |= static_cast<uint64_t>(bytes[kNonceOffset + i]) << (8 * i);
+  std::memcpy(address.key.data(), bytes + kKeyOffset, kJobKeyBytes);
   *out = address;
   return PLX_SUCCESS;
 }

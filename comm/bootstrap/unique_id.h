@@ -1,13 +1,16 @@
 // unique_id.h - what a plx_unique_id_t holds: where the rendezvous server listens.
 //
-// Layout of the 128 bytes (little-endian): magic "PLXUID" 0x01 0x00 (8 bytes), nonce (8), port (2),
-// address length (1), address text (up to 64), zeros. The nonce is random per server, so a rank
-// holding a stale id is refused instead of joining a stranger's communicator; the env path
-// (MASTER_ADDR/MASTER_PORT) uses nonce 0.
+// Layout of the 128 bytes (little-endian): magic "PLXUID" 0x02 0x00 (8 bytes), job key (32),
+// port (2), address length (1), address text (up to 64), zeros. The key is random per server
+// (job_key.h): only a holder of the id can prove it in the handshake (handshake.h), so a rank
+// with a stale id is refused instead of joining a stranger's communicator. The env path
+// (MASTER_ADDR/MASTER_PORT) takes its key from job_key_from_env().
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "comm/bootstrap/job_key.h"
 
 #include "plexus/plexus.h"
 
@@ -16,7 +19,7 @@ namespace plexus::bootstrap {
 struct RendezvousAddress {
   std::string host;  // numeric IPv4/IPv6 address or a host name
   int port = 0;
-  uint64_t nonce = 0;
+  JobKeyBytes key{};  // proven in the handshake, never sent
 };
 
 constexpr size_t kMaxAddressChars = 64;

@@ -6,16 +6,13 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <climits>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <vector>
 
+#include "comm/bootstrap/job_key.h"
 #include "comm/bootstrap/rendezvous_server.h"
 #include "comm/core/config.h"
 #include "comm/core/error.h"
@@ -62,14 +59,6 @@ std::string first_non_loopback_ipv4() {
   return found;
 }
 
-uint64_t random_nonce() {
-  std::random_device device;
-  uint64_t nonce = (static_cast<uint64_t>(device()) << 32) ^ device();
-  nonce ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  nonce ^= static_cast<uint64_t>(getpid()) << 17;
-  return nonce == 0 ? 1 : nonce;  // 0 is the env path's nonce
-}
-
 }  // namespace
 
 plx_result_t start_unique_id_server(RendezvousAddress* out) {
@@ -86,10 +75,12 @@ plx_result_t start_unique_id_server(RendezvousAddress* out) {
   PLX_CHECK(config_integer("PLEXUS_MASTER_PORT", 1, 65535, &port));
   int timeout_ms = 0;
   PLX_CHECK(config_timeout_ms(&timeout_ms));
-  address.nonce = random_nonce();
+  JobKey key;
+  PLX_CHECK(random_job_key(&key));
+  address.key = key.bytes;
   std::unique_ptr<RendezvousServer> server;
-  PLX_CHECK(RendezvousServer::start(address.host, static_cast<int>(port.value_or(0)),
-                                    address.nonce, timeout_ms, &server));
+  PLX_CHECK(RendezvousServer::start(address.host, static_cast<int>(port.value_or(0)), key.bytes,
+                                    timeout_ms, &server));
   address.port = server->port();
   registry().add(std::move(server));
   *out = address;

@@ -11,7 +11,7 @@
 namespace plexus::bootstrap {
 
 // Listens on PLEXUS_MASTER_ADDR (else this host's first non-loopback IPv4 address, else
-// 127.0.0.1) and PLEXUS_MASTER_PORT (else a port the kernel picks), with a random nonce.
+// 127.0.0.1) and PLEXUS_MASTER_PORT (else a port the kernel picks), with a random job key.
 // PLX_ERROR_SYSTEM (naming the address and errno text) if the listener cannot be opened.
 plx_result_t start_unique_id_server(RendezvousAddress* out);
 

@@ -82,6 +82,9 @@ const char* message_type_name(MessageType type) {
     case MessageType::Abort: return "ABORT";
     case MessageType::AllDone: return "ALL_DONE";
     case MessageType::Error: return "ERROR";
+    case MessageType::Challenge: return "CHALLENGE";
+    case MessageType::Welcome: return "WELCOME";
+    case MessageType::CommAbort: return "COMM_ABORT";
   }
   return "UNKNOWN";
 }

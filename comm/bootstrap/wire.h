@@ -3,7 +3,9 @@
 // Every message is an 8-byte header (type, payload bytes; little-endian u32 each) and a payload.
 // Life of a connection:
 //
-//   rank -> root   HELLO {version, nonce, rank, nranks}
+//   root -> rank   CHALLENGE {version, server nonce}   at once, on every accepted connection
+//   rank -> root   HELLO {version, rank, nranks, client nonce, MAC}      see handshake.h
+//   root -> rank   WELCOME {MAC}                    the root knows the key too; else ERROR
 //   rank -> root   CONTRIBUTE {round, bytes}        round 0: host id; round 1: provider + address;
 //                                                   round 2: ready (cost model shared)
 //   root -> rank   TABLE {round, n x bytes}         once all n ranks contributed to the round
@@ -12,8 +14,12 @@
 //   rank -> root   GOODBYE | ABORT {reason}         plx_comm_destroy | plx_comm_abort
 //   root -> rank   ALL_DONE                         every rank said GOODBYE
 //   root -> rank   ERROR {code, message}            rendezvous failed (timeout, disagreement)
+//   rank -> root   COMM_ABORT {comm id, reason}     plx_comm_abort of a split communicator
+//   root -> rank   COMM_ABORT {comm id, reason}     passed on to every other rank
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,9 +28,16 @@
 
 namespace plexus::bootstrap {
 
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;
 constexpr size_t kHeaderBytes = 8;
-constexpr uint32_t kMaxPayloadBytes = 64u << 20;
+constexpr uint32_t kMaxPayloadBytes = 64u << 20;  // from a rank the root has admitted
+// Before admission a connection may send one HELLO of at most this many bytes, and nothing
+// else; the root's own messages before WELCOME (CHALLENGE, ERROR) are at most kMaxErrorBytes.
+constexpr uint32_t kMaxHelloBytes = 128;
+constexpr uint32_t kMaxErrorBytes = 64u << 10;
+// The communicator's setup is over once this round's table is out: a rank lost before then
+// fails every rank (and every late joiner) with the reason; after it, the others are told LOST.
+constexpr uint32_t kLastSetupRound = 2;
 
 enum class MessageType : uint32_t {
   Hello = 1,
@@ -35,6 +48,9 @@ enum class MessageType : uint32_t {
   Abort = 6,
   AllDone = 7,
   Error = 8,
+  Challenge = 9,
+  Welcome = 10,
+  CommAbort = 11,
 };
 
 using Bytes = std::vector<uint8_t>;
@@ -47,6 +63,11 @@ class WireWriter {
   WireWriter& i32(int32_t value) { return u32(static_cast<uint32_t>(value)); }
   WireWriter& bytes(const uint8_t* data, size_t size);  // u32 length, then the bytes
   WireWriter& bytes(const Bytes& data) { return bytes(data.data(), data.size()); }
+  template <size_t N>
+  WireWriter& fixed(const std::array<uint8_t, N>& data) {  // N raw bytes, no length prefix
+    payload_.insert(payload_.end(), data.begin(), data.end());
+    return *this;
+  }
   WireWriter& text(std::string_view value) {
     return bytes(reinterpret_cast<const uint8_t*>(value.data()), value.size());
   }
@@ -66,6 +87,18 @@ class WireReader {
   int32_t i32() { return static_cast<int32_t>(u32()); }
   Bytes bytes();
   std::string text();
+  // Exactly N raw bytes (no length prefix), for nonces and MACs.
+  template <size_t N>
+  std::array<uint8_t, N> fixed() {
+    std::array<uint8_t, N> out{};
+    if (pos_ + N > data_.size()) {
+      ok_ = false;
+      return out;
+    }
+    std::copy(data_.begin() + pos_, data_.begin() + pos_ + N, out.begin());
+    pos_ += N;
+    return out;
+  }
   bool ok() const { return ok_; }
 
  private:

@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
 
+#include "comm/bootstrap/job_key.h"
 #include "comm/bootstrap/launcher_env.h"
 #include "comm/bootstrap/rendezvous_server.h"
 #include "comm/bootstrap/unique_id.h"
@@ -24,6 +26,7 @@
 #include "comm/core/submit.h"
 #include "comm/core/config.h"
 #include "comm/core/error.h"
+#include "comm/core/log.h"
 #include "comm/reduce/reduce.h"
 #include "comm/tuning/algo_override.h"
 #include "plexus/plexus.h"
@@ -40,6 +43,22 @@ plx_result_t query(const char* fn, plx_comm_t comm, T* out, const char* out_name
     if (!out) return null_argument(fn, comm, out_name);
     *out = value_of_comm;
     return PLX_SUCCESS;
+  });
+}
+
+// Once per process: the env path found no secret to prove at the rendezvous.
+void warn_unauthenticated(const plexus::bootstrap::LauncherEnv& env,
+                          const plexus::bootstrap::JobKey& key) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    plexus::log_message(
+        key.source == "none" ? plexus::LogLevel::Warn : plexus::LogLevel::Info,
+        "rank {}: the rendezvous at {}:{} is keyed by {}, which is no secret: a process that "
+        "can reach that address and knows it can join this job. Set PLEXUS_JOB_TOKEN (plexus-run "
+        "does) to keep strangers out; see docs/security.md",
+        env.rank, env.master_addr, env.master_port,
+        key.source == "none" ? std::string("nothing (no PLEXUS_JOB_TOKEN, no launcher job id)")
+                             : key.source);
   });
 }
 
@@ -142,12 +161,19 @@ plx_result_t plx_comm_init_from_env(plx_comm_t* comm) {
     if (env.world_size > 1) {
       setup.address.host = env.master_addr;
       setup.address.port = env.master_port;
-      setup.address.nonce = 0;
+      plexus::bootstrap::JobKey key;
+      if (plexus::bootstrap::job_key_from_env(&key) != PLX_SUCCESS) {
+        return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                         fmt::format("{}: rank {}: {}", fn, env.rank, plexus::last_error()));
+      }
+      if (!key.secret) warn_unauthenticated(env, key);
+      setup.address.key = key.bytes;
       if (env.rank == 0) {
         int timeout_ms = 0;
         PLX_CHECK(plexus::config_timeout_ms(&timeout_ms));
-        if (plexus::bootstrap::RendezvousServer::start(env.master_addr, env.master_port, 0,
-                                                       timeout_ms, &setup.server) != PLX_SUCCESS) {
+        if (plexus::bootstrap::RendezvousServer::start(env.master_addr, env.master_port,
+                                                       key.bytes, timeout_ms,
+                                                       &setup.server) != PLX_SUCCESS) {
           return set_error(PLX_ERROR_SYSTEM, fmt::format("{}: rank 0: {}", fn,
                                                          plexus::last_error()));
         }

@@ -87,6 +87,9 @@ plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
   return PLX_SUCCESS;
 }
 
+// The steps after connecting to the rendezvous (numbered as in communicator.h).
+plx_result_t set_up(plx_comm* comm, CommSetup& setup);
+
 }  // namespace
 
 plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
@@ -95,6 +98,36 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   comm->size = setup.nranks;
   refresh_log_level();
   set_log_rank(setup.rank);
+  comm->async = std::make_shared<AsyncState>();
+  comm->server = std::move(setup.server);
+  // Connect first, before anything here can fail: a rank that then fails (a bad setting, a
+  // transport that will not open) tells every other rank why at once through the root, rather
+  // than leaving them to wait out PLEXUS_TIMEOUT_MS. A malformed PLEXUS_TIMEOUT_MS itself is
+  // reported by set_up(); the connection meanwhile uses the default.
+  comm->timeout_ms = 300000;
+  if (config_timeout_ms(&comm->timeout_ms) != PLX_SUCCESS) clear_error();
+  comm->world_rank = setup.rank;
+  if (setup.address.port != 0) {
+    std::unique_ptr<bootstrap::RendezvousClient> client;
+    PLX_CHECK(bootstrap::RendezvousClient::connect(setup.address, setup.rank, setup.nranks,
+                                                   comm->timeout_ms, comm->async, &client));
+    comm->rendezvous = std::move(client);
+    comm->liveness = comm->rendezvous;
+  }
+  if (const plx_result_t failure = set_up(comm.get(), setup); failure != PLX_SUCCESS) {
+    const std::string why = last_error();
+    if (comm->rendezvous) {
+      comm->rendezvous->abort_now("failed while creating its communicator: " + why);
+    }
+    return set_error(failure, why);
+  }
+  *out = comm.release();
+  return PLX_SUCCESS;
+}
+
+namespace {
+
+plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   PLX_CHECK(config_timeout_ms(&comm->timeout_ms));
   PLX_CHECK(config_chunk_bytes(&comm->chunk_bytes));
   std::optional<size_t> max_msg_bytes;
@@ -106,8 +139,6 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
                        fmt::format("rank {}: {}", setup.rank, last_error()));
     }
   }
-  comm->async = std::make_shared<AsyncState>();
-  comm->server = std::move(setup.server);
 
   // 1. Rendezvous round 0: host ids, and whether shm passed its self-test in this process, so
   // that every rank reaches the same provider choice (one rank failing the test, say on a busy
@@ -117,11 +148,8 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   const bool shm_ok_here =
       !config_string("PLEXUS_FI_PROVIDER").has_value() && ofi::shm_works(&ignored_why);
   std::vector<Bytes> records{host_record(my_host, shm_ok_here)};
-  const bool rendezvous = setup.address.port != 0;
+  const bool rendezvous = comm->rendezvous != nullptr;
   if (rendezvous) {
-    PLX_CHECK(bootstrap::RendezvousClient::connect(setup.address, setup.rank, setup.nranks,
-                                                   comm->timeout_ms, comm->async,
-                                                   &comm->rendezvous));
     PLX_CHECK(comm->rendezvous->allgather(0, host_record(my_host, shm_ok_here), &records));
   }
 
@@ -176,28 +204,28 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   PLX_CHECK(comm->transport->connect(addresses));
   comm->host_ids.clear();
   for (const Bytes& record : records) comm->host_ids.push_back(record_host(record));
-  PLX_CHECK(finish_setup(comm.get()));
+  PLX_CHECK(finish_setup(comm));
 
   // 5. The cost model: rank 0's parameters (cached per host, else measured), on every rank. A
   // last rendezvous round then holds every rank until all have them, so no rank leaves (and,
-  // say, aborts) while another is still receiving; only then does the liveness watch start.
+  // say, aborts) while another is still receiving.
   if (comm->size > 1) {
     PLX_CHECK(load_or_measure(*comm->transport, comm->next_tag_base(), my_host, &comm->hosts,
                               &comm->cost));
   }
-  PLX_CHECK(open_peer_memory(comm.get()));
+  PLX_CHECK(open_peer_memory(comm));
   if (rendezvous) {
     std::vector<Bytes> ready;
-    PLX_CHECK(comm->rendezvous->allgather(2, Bytes{}, &ready));
-    comm->rendezvous->start_watching();
+    PLX_CHECK(comm->rendezvous->allgather(bootstrap::kLastSetupRound, Bytes{}, &ready));
   }
   log_message(LogLevel::Info,
               "communicator ready: rank {} of {}, local {} of {}, {} host{}, provider {}",
               comm->rank, comm->size, comm->local_rank, comm->local_size,
               comm->hosts.host_count(), comm->hosts.host_count() == 1 ? "" : "s", provider);
-  *out = comm.release();
   return PLX_SUCCESS;
 }
+
+}  // namespace
 
 plx_result_t finish_setup(plx_comm* comm) {
   comm->send_seq.assign(comm->size, 0);
@@ -227,6 +255,11 @@ plx_result_t destroy_communicator(plx_comm* comm) {
     Transport* transport = comm->transport.get();
     result = comm->rendezvous->goodbye([transport] { transport->poll_once(); });
     if (result == PLX_SUCCESS) clear_error();  // progress passes may have recorded noise
+  } else if (comm->size > 1 && comm->async->error() != PLX_SUCCESS) {
+    // A split communicator that already failed (a member aborted it or was lost): there is
+    // nobody to agree with; say why and free it at once.
+    result = set_error(comm->async->error(),
+                       fmt::format("rank {}: {}", comm->rank, comm->async->message()));
   } else if (comm->size > 1) {
     // A split communicator: a barrier, so that no member frees its endpoint while a peer's
     // last messages to it are still in flight. Members that leave it first close their
@@ -234,6 +267,7 @@ plx_result_t destroy_communicator(plx_comm* comm) {
     comm->transport->begin_shutdown();
     result = dissemination_barrier(*comm->transport, comm->next_tag_base(), CollArgs{});
   }
+  if (comm->liveness && !comm->rendezvous) comm->liveness->forget_communicator(comm->comm_id);
   // Every rank has said goodbye (or one was lost): nobody needs our endpoint any more.
   comm->transport.reset();
   comm->rendezvous.reset();
@@ -267,13 +301,23 @@ void abort_communicator(plx_comm* comm) {
   while (comm->active_calls.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (comm->rendezvous) comm->rendezvous->abort_now("called plx_comm_abort");
+  if (comm->rendezvous) {
+    comm->rendezvous->abort_now("called plx_comm_abort");
+  } else if (comm->liveness && comm->size > 1) {
+    // A split communicator: its members hear it through the world's rendezvous connection.
+    comm->liveness->forget_communicator(comm->comm_id);
+    comm->liveness->announce_abort(
+        comm->comm_id, fmt::format("rank {} (world rank {}) called plx_comm_abort on a split "
+                                   "communicator",
+                                   comm->rank, comm->world_rank));
+  }
   if (comm->active_calls.load() > 0) {
     log_message(LogLevel::Warn, "plx_comm_abort: a call is still running on the communicator "
                                 "after 10 s; its resources are leaked");
     return;
   }
   comm->rendezvous.reset();
+  comm->liveness.reset();
   comm->server.reset();
   comm->transport.reset();
   delete comm;

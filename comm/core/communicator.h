@@ -50,7 +50,16 @@ struct plx_comm {
 
   std::shared_ptr<plexus::comm::AsyncState> async;
   std::unique_ptr<plexus::bootstrap::RendezvousServer> server;  // when this process runs it
-  std::unique_ptr<plexus::bootstrap::RendezvousClient> rendezvous;  // world communicators only
+  std::shared_ptr<plexus::bootstrap::RendezvousClient> rendezvous;  // world communicators only
+  // The world communicator's rendezvous connection, for a split one too (shared, so a child
+  // may outlive its parent's handle): a split communicator's plx_comm_abort reaches its
+  // members over it as COMM_ABORT, filed under comm_id. comm_id is 0 for a world
+  // communicator; a child's is a hash of its parent's id, the parent's split count and its
+  // color, the same on all of its members. world_rank names this process in messages.
+  std::shared_ptr<plexus::bootstrap::RendezvousClient> liveness;
+  uint64_t comm_id = 0;
+  uint64_t split_count = 0;
+  int world_rank = 0;
   std::unique_ptr<plexus::comm::Transport> transport;
   // Staging buffers shared with the other ranks of this host (CollArgs::peers): every rank's
   // when all are on this host (the shm algorithms), this host's ranks' when the communicator

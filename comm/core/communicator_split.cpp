@@ -11,7 +11,8 @@
 //   5. a barrier on the new endpoint, so no member sends before every member has connected;
 //   6. a child whose members share a host makes its peer-memory segment (communicator_peers.cpp).
 // The child's AsyncState has the parent's as its parent: a peer lost on the parent's liveness
-// channel fails the child's calls too.
+// channel fails the child's calls too. A member's plx_comm_abort of the child reaches the
+// others over the world's rendezvous connection (COMM_ABORT, filed under the child's comm_id).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -44,8 +45,21 @@ plx_result_t allgather_rows(plx_comm* parent, const std::vector<int64_t>& row,
   return ring_allreduce(*parent->transport, parent->next_tag_base(), args);
 }
 
+// A split communicator's id, the same on every member: they share the parent, the parent's
+// split count (every rank of the parent calls split, so the counts agree) and the color.
+// splitmix64's finalizer (Steele, Lea and Flood, OOPSLA 2014) mixes the three.
+uint64_t child_comm_id(uint64_t parent_id, uint64_t split_index, int color) {
+  uint64_t x = parent_id ^ (split_index * 0x9e3779b97f4a7c15ULL) ^
+               (static_cast<uint64_t>(static_cast<uint32_t>(color)) << 32);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x == 0 ? 1 : x;  // 0 is a world communicator's
+}
+
 plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
   const int n = parent->size;
+  const uint64_t split_index = parent->split_count++;
   const bool bad_color = color < 0 && color != PLX_UNDEFINED;
   // 1. (color, key, bad) of every rank.
   std::vector<int64_t> table;
@@ -80,6 +94,9 @@ plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
     child->timeout_ms = parent->timeout_ms;
     child->chunk_bytes = parent->chunk_bytes;
     child->async = std::make_shared<AsyncState>(parent->async);
+    child->comm_id = child_comm_id(parent->comm_id, split_index, color);
+    child->world_rank = parent->world_rank;
+    child->liveness = parent->liveness;
     PLX_CHECK(parent->transport->open_sibling(rank, size, parent->timeout_ms, child->async,
                                               &child->transport));
     address = child->transport->local_address();
@@ -126,6 +143,7 @@ plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
     PLX_CHECK(dissemination_barrier(*child->transport, child->next_tag_base(), CollArgs{}));
   }
   PLX_CHECK(open_peer_memory(child.get()));  // a child on one host gets its own segment
+  if (child->liveness) child->liveness->watch_communicator(child->comm_id, child->async);
   log_message(LogLevel::Info, "split: color {} key {}: rank {} of {} (parent rank {} of {})",
               color, key, rank, size, parent->rank, n);
   *out = child.release();

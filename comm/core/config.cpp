@@ -35,6 +35,12 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_MASTER_PORT", ConfigType::Integer, "",
    "TCP port of the rendezvous server. Falls back to MASTER_PORT, then 29500 "
    "(plx_get_unique_id: a port chosen by the kernel)."},
+  {"PLEXUS_JOB_TOKEN", ConfigType::String, "",
+   "Secret of the job (16..1024 bytes), the same on every rank: a rank must prove it (an "
+   "HMAC-SHA256 over the server's challenge, never the token itself) before the rendezvous "
+   "admits it. plexus-run sets a random one. Unset: a key derived from the launcher's job id "
+   "(torchrun, Open MPI, PMIx, Slurm), which keeps jobs apart but is no secret; see "
+   "docs/security.md."},
   {"PLEXUS_TRANSPORT", ConfigType::String, "ofi",
    "Transport of the communicators: \"ofi\" (libfabric; PLEXUS_FI_PROVIDER picks the provider) "
    "or \"ucx\" (UCX; its own UCX_TLS and UCX_NET_DEVICES apply). Every rank must use the same."},

@@ -1,5 +1,7 @@
 #include "tests/support/multiprocess.h"
 
+#include <fmt/format.h>
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <thread>
 
 namespace plexus::test {
@@ -33,6 +36,11 @@ int free_tcp_port() {
 std::vector<RankOutcome> run_ranks(int n, const std::function<int(int rank)>& body,
                                    double timeout_s, const EnvList& env) {
   const std::string port = std::to_string(free_tcp_port());
+  // Like plexus-run: a random job token per run, so only these children can join (a test that
+  // wants another token, or none, overrides or unsets it in `env` or the body).
+  std::random_device random;
+  const std::string token = fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(),
+                                        random());
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids(n, -1);
@@ -45,6 +53,7 @@ std::vector<RankOutcome> run_ranks(int n, const std::function<int(int rank)>& bo
       setenv("PLEXUS_LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("PLEXUS_MASTER_ADDR", "127.0.0.1", 1);
       setenv("PLEXUS_MASTER_PORT", port.c_str(), 1);
+      setenv("PLEXUS_JOB_TOKEN", token.c_str(), 1);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       int code = 1;
       try {

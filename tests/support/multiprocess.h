@@ -1,8 +1,8 @@
 // multiprocess.h - runs a test body in N real processes, one per rank.
 //
 // run_ranks(n, body) forks n children. Child r gets PLEXUS_RANK=r, PLEXUS_WORLD_SIZE=n,
-// PLEXUS_LOCAL_RANK=r, PLEXUS_MASTER_ADDR=127.0.0.1 and a fresh PLEXUS_MASTER_PORT in its
-// environment, runs body(r) and _exits with its return value (0 = pass). A child that does not
+// PLEXUS_LOCAL_RANK=r, PLEXUS_MASTER_ADDR=127.0.0.1, a fresh PLEXUS_MASTER_PORT and a random
+// PLEXUS_JOB_TOKEN (one per call, as plexus-run makes) in its environment, runs body(r) and _exits with its return value (0 = pass). A child that does not
 // finish within timeout_s is killed. The parent returns one RankOutcome per rank.
 // The body creates its own communicator (plx_comm_init_from_env) so every test runs over the
 // real rendezvous and the real transport (PLEXUS_FI_PROVIDER picks it; set it in `env`).

@@ -5,7 +5,7 @@
 //
 // Rank r runs with PLEXUS_RANK=r, PLEXUS_WORLD_SIZE=N, PLEXUS_LOCAL_RANK=r,
 // PLEXUS_LOCAL_WORLD_SIZE=N, PLEXUS_MASTER_ADDR and PLEXUS_MASTER_PORT (a free port unless
-// given), and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, cores / N) where unset.
+// given), PLEXUS_JOB_TOKEN (random per job, unless set: only this job's ranks can join), and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, cores / N) where unset.
 // SIGTERM or SIGINT to the launcher is forwarded to every rank, which then has
 // --term-grace-seconds (default 60) to finish its step, save and exit before SIGKILL.
 // Exit codes: 0 when every rank exits 0 (also after a forwarded SIGTERM); 2 for bad usage or a
@@ -104,6 +104,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  const std::string job_token = random_job_token();
+  if (job_token.empty()) {
+    launcher_message(fmt::format("cannot make a job token: getrandom: {}", std::strerror(errno)));
+    return 1;
+  }
+
   SignalPipe signals;
   if (!signals.install()) {
     launcher_message(fmt::format("cannot install signal handlers: {}", std::strerror(errno)));
@@ -112,7 +118,7 @@ int main(int argc, char** argv) {
   Supervisor supervisor(options, signals);
   for (int rank = 0; rank < options.nranks; ++rank) {
     SpawnResult spawned =
-        spawn_rank(rank, options.command, rank_environment(options, port, rank));
+        spawn_rank(rank, options.command, rank_environment(options, port, job_token, rank));
     if (!spawned.ok) {
       launcher_message(spawned.error);
       supervisor.kill_all();

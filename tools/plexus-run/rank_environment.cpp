@@ -2,10 +2,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <thread>
@@ -37,8 +41,22 @@ int threads_per_rank(int nranks) {
   return static_cast<int>(std::max(1L, cores / std::max(1, nranks)));
 }
 
+std::string random_job_token() {
+  uint8_t bytes[32];
+  size_t filled = 0;
+  while (filled < sizeof(bytes)) {
+    const ssize_t got = getrandom(bytes + filled, sizeof(bytes) - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return "";
+    filled += static_cast<size_t>(got);
+  }
+  std::string hex;
+  for (uint8_t b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
 std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port,
-                                          int rank) {
+                                          const std::string& job_token, int rank) {
   // Ordered map so the child's environment is deterministic; later assignments win.
   std::map<std::string, std::string> vars;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -60,6 +78,7 @@ std::vector<std::string> rank_environment(const LaunchOptions& options, int mast
   vars["PLEXUS_LOCAL_WORLD_SIZE"] = std::to_string(options.nranks);
   vars["PLEXUS_MASTER_ADDR"] = options.master_addr;
   vars["PLEXUS_MASTER_PORT"] = std::to_string(master_port);
+  vars.emplace("PLEXUS_JOB_TOKEN", job_token);  // an inherited token wins (the user's choice)
 
   std::vector<std::string> out;
   out.reserve(vars.size());

@@ -1,0 +1,53 @@
+// handshake.cpp - the MACs of the rendezvous challenge-response (see handshake.h).
+#include "comm/bootstrap/handshake.h"
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "comm/core/error.h"
+
+namespace plexus::bootstrap {
+
+plx_result_t random_nonce(Nonce* out) {
+  size_t filled = 0;
+  while (filled < out->size()) {
+    const ssize_t got = getrandom(out->data() + filled, out->size() - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      return set_error(PLX_ERROR_SYSTEM, fmt::format("getrandom failed: {}", std::strerror(errno)));
+    }
+    filled += static_cast<size_t>(got);
+  }
+  return PLX_SUCCESS;
+}
+
+Mac handshake_mac(const JobKeyBytes& key, MacPurpose purpose, const Nonce& server_nonce,
+                  const Nonce& client_nonce, int32_t rank, int32_t nranks) {
+  static constexpr char kHello[] = "plexus-hello-v2";
+  static constexpr char kWelcome[] = "plexus-welcome-v2";
+  const char* label = purpose == MacPurpose::Hello ? kHello : kWelcome;
+  std::vector<uint8_t> message(label, label + std::strlen(label) + 1);
+  message.insert(message.end(), server_nonce.begin(), server_nonce.end());
+  message.insert(message.end(), client_nonce.begin(), client_nonce.end());
+  for (const int32_t field : {rank, nranks}) {
+    for (int i = 0; i < 4; ++i) message.push_back(static_cast<uint8_t>(field >> (8 * i)));
+  }
+  Mac mac{};
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.data(), message.size(),
+       mac.data(), &length);
+  return mac;
+}
+
+bool macs_equal(const Mac& a, const Mac& b) {
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace plexus::bootstrap
