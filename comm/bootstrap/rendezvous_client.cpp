@@ -284,7 +284,7 @@ struct RendezvousClient::Impl {
       }
       if (target && in.ok()) {
         log_message(LogLevel::Info, "split communicator {:#x}: {}", comm_id, reason);
-        target->record_error(PLX_ERROR_REMOTE, reason);
+        target->record_peer_abort(reason);
       }
     } else {
       log_message(LogLevel::Warn, "{}: unexpected {} from the root", prefix(),

@@ -43,6 +43,17 @@ class AsyncState {
     return parent_->error();
   }
 
+  // A peer aborted this (split) communicator on purpose (COMM_ABORT): its process is alive and
+  // closed its endpoint in order, so this side may close its own normally rather than leak it.
+  void record_peer_abort(std::string message) {
+    record_error(PLX_ERROR_REMOTE, std::move(message));
+    peer_aborted_.store(true, std::memory_order_release);
+  }
+  bool failed_only_by_peer_abort() const {
+    return peer_aborted_.load(std::memory_order_acquire) &&
+           (!parent_ || parent_->error() == PLX_SUCCESS);
+  }
+
   std::string message() const {
     if (error_.load(std::memory_order_acquire) == PLX_SUCCESS && parent_) {
       return parent_->message();
@@ -54,6 +65,7 @@ class AsyncState {
  private:
   std::shared_ptr<const AsyncState> parent_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> peer_aborted_{false};
   std::atomic<plx_result_t> error_{PLX_SUCCESS};
   mutable std::mutex mutex_;
   std::string message_;

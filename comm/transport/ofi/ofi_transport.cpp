@@ -95,12 +95,15 @@ OfiTransport::~OfiTransport() {
     log_message(LogLevel::Warn, "transport closed with {} split messages in flight",
                 split_ops_.size());
   }
-  if (failure_ != PLX_SUCCESS || async_->error() != PLX_SUCCESS) {
+  const bool failed = failure_ != PLX_SUCCESS || async_->error() != PLX_SUCCESS;
+  if (failed && !async_->failed_only_by_peer_abort()) {
     // A peer was lost or the provider failed: operations may still be posted against the dead
     // peer's connection, and tcp;ofi_rxm has been seen to crash in fi_close then. The
     // communicator is being thrown away after a failure, so leak the provider objects rather
     // than close them (shm regions left behind are removed by the next process's shm probe).
-    // Registrations too: an operation still posted may be using one.
+    // Registrations too: an operation still posted may be using one. A split communicator that
+    // a live peer aborted on purpose is closed normally: its parent goes on, and must not
+    // collect leaked descriptors abort after abort.
     for (auto& [req, registration] : registrations_in_use_) registration->abandon();
     registrations_.abandon_all();
     (void)endpoint_.release();
