@@ -5,9 +5,16 @@
 // staged or run over CUDA IPC; a non-blocking call's device buffers are staged per call and
 // copied back when its request completes, comm/device/device_deferred.h), then run the shared
 // body of c_api_calls.h on host buffers.
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "comm/core/c_api_calls.h"
 #include "comm/core/c_api_checks.h"
 #include "comm/core/communicator.h"
+#include "comm/core/error.h"
+#include "comm/core/submit.h"
+#include "comm/tuning/algorithm_id.h"
 #include "comm/device/device_args.h"
 #include "comm/device/device_collective.h"
 
@@ -15,6 +22,30 @@ namespace {
 
 using namespace plexus::comm;        // NOLINT: the C ABI layer of this namespace
 using namespace plexus::comm::capi;  // NOLINT: the shared bodies
+
+// An argument error in a collective on this rank: the call fails here at once, and this rank
+// still takes part in the collective's signature comparison (CollectiveOp::refused, run on the
+// progress thread), so every other rank fails with PLX_ERROR_MISMATCH naming this one instead of
+// waiting out PLEXUS_TIMEOUT_MS for data that will never come, and the communicator stays
+// usable on all of them. Only where that comparison runs (PLEXUS_CHECK_ARGS=1, more than one
+// rank), outside a group, and for collectives (a send or receive has one peer, which times out).
+plx_result_t refuse(const char* fn, plx_comm* comm, plx_result_t error) {
+  if (error != PLX_ERROR_INVALID_ARGUMENT || !comm->check_args || comm->size < 2 || in_group()) {
+    return error;
+  }
+  std::string_view name(fn);
+  name.remove_prefix(std::string_view("plx_").size());
+  std::optional<Collective> collective = find_collective(name);
+  if (!collective && name.starts_with('i')) collective = find_collective(name.substr(1));
+  if (!collective) return error;
+  const std::string message = plexus::last_error();
+  CollectiveOp refused;
+  refused.refused = true;
+  refused.args.collective = *collective;
+  refused.tag_base = comm->next_tag_base();
+  submit_detached(comm, refused);
+  return plexus::set_error(error, message);
+}
 
 // Blocking form: the arguments checked on the caller's pointers, then device buffers and the
 // stream (comm/device/device_collective.h), then the shared body with no request on host (or
@@ -26,10 +57,12 @@ plx_result_t blocking(const char* fn, plx_comm* comm, void* stream, ArgsOf&& arg
   return guarded(fn, [&]() -> plx_result_t {
     if (!comm) return null_argument(fn, nullptr, "comm");
     const device::DeviceArgs args = args_of();
+    plx_result_t checked = PLX_SUCCESS;
     {
       const ArgumentsOnly checking;
-      PLX_CHECK(body(args.send, args.recv));
+      checked = body(args.send, args.recv);
     }
+    if (checked != PLX_SUCCESS) return refuse(fn, comm, checked);
     return device::run_collective(fn, comm, stream, args, body);
   });
 }
@@ -43,10 +76,12 @@ plx_result_t nonblocking(const char* fn, plx_comm* comm, ArgsOf&& args_of, Body&
     if (!comm) return null_argument(fn, nullptr, "comm");
     device::DeviceArgs args = args_of();
     args.nonblocking = true;
+    plx_result_t checked = PLX_SUCCESS;
     {
       const ArgumentsOnly checking;
-      PLX_CHECK(body(args.send, args.recv));
+      checked = body(args.send, args.recv);
     }
+    if (checked != PLX_SUCCESS) return refuse(fn, comm, checked);
     return device::run_collective(fn, comm, nullptr, args, body);
   });
 }

@@ -114,10 +114,24 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
     comm->rendezvous = std::move(client);
     comm->liveness = comm->rendezvous;
   }
-  if (const plx_result_t failure = set_up(comm.get(), setup); failure != PLX_SUCCESS) {
-    const std::string why = last_error();
+  if (plx_result_t failure = set_up(comm.get(), setup); failure != PLX_SUCCESS) {
+    std::string why = last_error();
     if (comm->rendezvous) {
-      comm->rendezvous->abort_now("failed while creating its communicator: " + why);
+      // A transport that fails to reach a peer is often the first sign of that peer's own
+      // failure: give the rendezvous a moment to say so, since that is the actionable news.
+      const bool maybe_a_peer = failure == PLX_ERROR_TRANSPORT || failure == PLX_ERROR_SYSTEM ||
+                                failure == PLX_ERROR_INTERNAL || failure == PLX_ERROR_TIMEOUT;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (maybe_a_peer && comm->async->error() == PLX_SUCCESS &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      if (comm->async->error() != PLX_SUCCESS && failure != comm->async->error()) {
+        why = fmt::format("rank {}: {} ({})", setup.rank, comm->async->message(), why);
+        failure = comm->async->error();
+      } else {
+        comm->rendezvous->abort_now("failed while creating its communicator: " + why);
+      }
     }
     return set_error(failure, why);
   }

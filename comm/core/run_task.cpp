@@ -45,6 +45,11 @@ bool has_root(Collective c) {
 // left out: a barrier's count and datatype, an alltoallv's counts.
 std::string describe(const Signature& s) {
   const auto collective = static_cast<Collective>(s.collective);
+  if (s.flags & kSignatureRefused) {
+    return fmt::format("{} with arguments it refused (its own call failed with "
+                       "PLX_ERROR_INVALID_ARGUMENT; its error names the argument)",
+                       collective_name(collective));
+  }
   std::string text = fmt::format("{}(", collective_name(collective));
   if (collective == Collective::Alltoallv) {
     text += fmt::format("{}, ", datatype_label(s.datatype));
@@ -52,7 +57,7 @@ std::string describe(const Signature& s) {
     text += fmt::format("count {}, {}, ", s.count, datatype_label(s.datatype));
   }
   if (has_op(collective)) {
-    if (s.flags & 1u) {
+    if (s.flags & kSignaturePremul) {
       text += fmt::format("premul_sum scalar bits {:#x}, ", s.premul_scalar);
     } else {
       text += fmt::format("{}, ", op_label(s.op));
@@ -76,7 +81,7 @@ Signature signature_of(const CollectiveOp& op, uint8_t algorithm) {
                 : a.count;
   s.algorithm = algorithm;
   if (op.premul) {
-    s.flags = 1;
+    s.flags = kSignaturePremul;
     std::memcpy(&s.premul_scalar, op.premul_scalar, datatype_bytes(a.datatype));
   }
   return s;
@@ -110,6 +115,12 @@ plx_result_t apply_premul(plx_comm* comm, CollectiveOp& op,
 
 plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   CollArgs& a = op.args;
+  if (op.refused) {
+    Signature refused;
+    refused.collective = static_cast<uint8_t>(a.collective);
+    refused.flags = kSignatureRefused;
+    return compare_signatures(*comm->transport, op.tag_base, refused, describe);
+  }
   a.chunk_bytes = comm->chunk_bytes;
   a.lane_step_bytes = hierarchical_lane_step_bytes(comm->chunk_bytes, comm->cost.inter_alpha_s,
                                                   comm->cost.inter_beta_s_per_byte);

@@ -27,10 +27,12 @@ struct Signature {
   int32_t root = 0;
   uint64_t count = 0;
   uint64_t premul_scalar = 0;  // bits of the scalar, 0 when not a pre-multiplied sum
-  uint32_t flags = 0;          // bit 0: pre-multiplied sum
+  uint32_t flags = 0;          // kSignaturePremul, kSignatureRefused
   uint32_t reserved = 0;
 };
 static_assert(sizeof(Signature) == 32, "the signature travels as 32 bytes");
+constexpr uint32_t kSignaturePremul = 1u;   // flags: a pre-multiplied sum
+constexpr uint32_t kSignatureRefused = 2u;  // flags: the rank refused its call's arguments
 
 // Describes one side for the mismatch message, e.g. "allreduce(count 100, float32, sum, ring)".
 using DescribeSignature = std::string (*)(const Signature&);

@@ -63,6 +63,12 @@ plx_result_t submit_p2p(plx_comm* comm, const P2POp& op, plx_request_t* request)
   return submit(comm, request, [&](Task& task) { task.p2p.push_back(op); });
 }
 
+void submit_detached(plx_comm* comm, const CollectiveOp& op) {
+  auto task = std::make_shared<Task>();
+  task->collectives.push_back(op);
+  comm->executor->submit(task);
+}
+
 plx_result_t submit_body(plx_comm* comm, std::function<plx_result_t()> body) {
   auto task = std::make_shared<Task>();
   task->body = std::move(body);

@@ -51,6 +51,10 @@ struct CollectiveOp {
   // Pre-multiplied sum: the scalar (one element of args.datatype); args.op is then PLX_SUM.
   bool premul = false;
   unsigned char premul_scalar[8] = {};
+  // The rank refused its own call (an argument error) but still takes part in the signature
+  // comparison, so that the other ranks fail with PLX_ERROR_MISMATCH naming it at once instead
+  // of waiting for data that will never come; nothing else runs (c_api_collectives.cpp).
+  bool refused = false;
 };
 
 // A completion step: given the task's result, returns its own (PLX_SUCCESS, or an error set with

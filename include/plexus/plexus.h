@@ -199,8 +199,12 @@ plx_result_t plx_get_version(int* version);
  * The calling process must stay alive until every rank has joined, and it is normally rank 0.
  * The server also relays peer-loss reports for the communicator's lifetime: if its process
  * exits while the communicator is in use, every rank sees PLX_ERROR_REMOTE naming rank 0.
- * Returns PLX_ERROR_INVALID_ARGUMENT if id is NULL; PLX_ERROR_SYSTEM if the listener cannot be
- * opened (the message names the address and errno text).
+ * The id carries 32 random bytes, the key a rank must prove (an HMAC-SHA256 challenge-response,
+ * RFC 2104; the key never crosses the network) before the server admits it: a process without
+ * the id cannot join, fail or crash the communicator (docs/security.md). Treat the id as a
+ * secret. Returns PLX_ERROR_INVALID_ARGUMENT if id is NULL; PLX_ERROR_SYSTEM if the listener
+ * cannot be opened (the message names the address and errno text) or the kernel gives no
+ * random bytes.
  */
 plx_result_t plx_get_unique_id(plx_unique_id_t* id);
 
@@ -213,11 +217,18 @@ plx_result_t plx_get_unique_id(plx_unique_id_t* id);
  * dies is reported to every rank as PLX_ERROR_REMOTE naming the lost rank, within
  * PLEXUS_TIMEOUT_MS at most.
  *
+ * A rank that fails anywhere in creation (a malformed setting, a transport that will not open)
+ * after reaching the server tells it why, and every other rank fails at once with
+ * PLX_ERROR_REMOTE "rank R lost during communicator setup (failed while creating its
+ * communicator: <its error>)" instead of waiting out PLEXUS_TIMEOUT_MS.
+ *
  * Returns PLX_ERROR_INVALID_ARGUMENT if comm is NULL, nranks < 1, rank not in 0..nranks-1, or the
- * id is malformed; PLX_ERROR_TIMEOUT if not every rank joined within PLEXUS_TIMEOUT_MS;
- * PLX_ERROR_REMOTE if ranks disagree on nranks or two ranks claim the same rank;
- * PLX_ERROR_TRANSPORT if no transport can be opened (PLEXUS_TRANSPORT, PLEXUS_FI_PROVIDER).
- * *comm is written only on success. Thread-safe for distinct comm outputs.
+ * id is malformed, or the server refused this rank's key ("this rendezvous belongs to another
+ * job": a stale id) or did not prove it; PLX_ERROR_TIMEOUT if not every rank joined within
+ * PLEXUS_TIMEOUT_MS; PLX_ERROR_REMOTE if ranks disagree on nranks, two ranks claim the same
+ * rank, or another rank failed during creation (above); PLX_ERROR_TRANSPORT if no transport can
+ * be opened (PLEXUS_TRANSPORT, PLEXUS_FI_PROVIDER). *comm is written only on success.
+ * Thread-safe for distinct comm outputs.
  */
 plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id, int rank);
 
@@ -229,10 +240,16 @@ plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id
  * OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID. The rendezvous address is
  * PLEXUS_MASTER_ADDR/PLEXUS_MASTER_PORT, else MASTER_ADDR/MASTER_PORT, else 127.0.0.1:29500;
  * rank 0 runs the rendezvous server. With none of these set, a world of one rank is created.
+ * The rendezvous key every rank must prove (as for plx_comm_init_rank) comes from
+ * PLEXUS_JOB_TOKEN (16..1024 bytes, the same on every rank; plexus-run sets a random one), else
+ * from the launcher's job id (TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
+ * SLURM_JOB_ID.SLURM_STEP_ID: jobs stay apart, but these are no secret), else a fixed key with a
+ * warning; see docs/security.md.
  *
  * Returns PLX_ERROR_INVALID_ARGUMENT if comm is NULL or a variable is malformed (the message
- * names the variable and its value) or the rank is not below the world size; otherwise as
- * plx_comm_init_rank(). *comm is written only on success.
+ * names the variable and its value, e.g. a PLEXUS_JOB_TOKEN of the wrong length) or the rank is
+ * not below the world size; otherwise as plx_comm_init_rank(). *comm is written only on
+ * success.
  */
 plx_result_t plx_comm_init_from_env(plx_comm_t* comm);
 
@@ -257,8 +274,13 @@ plx_result_t plx_comm_transport_name(plx_comm_t comm, const char** name);
 plx_result_t plx_comm_destroy(plx_comm_t comm);
 
 /* Aborts the communicator: operations in progress on any thread return PLX_ERROR_ABORTED, peers
- * see PLX_ERROR_REMOTE naming this rank, and the resources are freed. Does not wait for peers.
- * NULL returns PLX_SUCCESS. The handle is invalid afterwards. */
+ * see PLX_ERROR_REMOTE naming this rank, and the resources are freed. Does not wait for peers
+ * (up to 1 s for the news to be written). For a communicator made by plx_comm_split the news
+ * travels over the world communicator's rendezvous connection: its other members' calls fail
+ * with PLX_ERROR_REMOTE "rank R (world rank W) called plx_comm_abort on a split communicator"
+ * within about a millisecond, their plx_comm_destroy of it returns at once, and the communicator
+ * it was split from stays usable (on every transport). NULL returns PLX_SUCCESS. The handle is
+ * invalid afterwards. */
 plx_result_t plx_comm_abort(plx_comm_t comm);
 
 /* Writes to *async_error the error that ended the communicator in the background (a peer lost,
@@ -272,7 +294,12 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  *    write with a count > 0, partly overlapping send and receive buffers (exactly the in-place
  *    layout given per call is allowed), a datatype, op or root out of range, or counts whose
  *    byte size overflows size_t; the stream and device-buffer errors given above;
- *    PLX_ERROR_MISMATCH when the ranks' arguments differ (see above); PLX_ERROR_REMOTE,
+ *    PLX_ERROR_MISMATCH when the ranks' arguments differ (see above), including when another
+ *    rank's own call failed its argument checks (with PLEXUS_CHECK_ARGS=1 a rank whose
+ *    collective returns PLX_ERROR_INVALID_ARGUMENT still takes part in the signature
+ *    comparison, so the others fail at once naming it, "rank R called allreduce with arguments
+ *    it refused ...", and the communicator stays usable everywhere; outside groups);
+ *    PLX_ERROR_REMOTE,
  *    PLX_ERROR_TIMEOUT, PLX_ERROR_TRANSPORT or PLX_ERROR_ABORTED as described with the result
  *    codes (output buffers are then unspecified). Argument errors are found before anything is
  *    sent and leave the communicator usable.
