@@ -123,6 +123,64 @@ TEST_F(CheckpointTest, NonRegularTargetsAreRefused) {
   EXPECT_THROW(load_checkpoint("/dev/zero"), CheckpointError);
 }
 
+// A file with a valid magic, length and checksum around `header` and `floats` floats: what a
+// forger writes (damage fails the checksum first).
+void write_crafted(const std::string& path, const std::string& header, size_t floats) {
+  std::string bytes = "PLXCKPT1";
+  const uint64_t length = header.size();
+  bytes.append(reinterpret_cast<const char*>(&length), 8);
+  bytes += header;
+  bytes.append(floats * sizeof(float), '\0');
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  bytes.append(reinterpret_cast<const char*>(&h), 8);
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Crafted headers that pass the checksum are refused naming the file, the field and its value;
+// nothing but CheckpointError leaves load_checkpoint (no nlohmann exception, no bad_alloc).
+TEST_F(CheckpointTest, CraftedHeadersAreRefusedNamingTheFieldAndValue) {
+  const std::string file = (dir_ / "crafted.ckpt").string();
+  struct Crafted {
+    std::string header;
+    size_t floats;
+    std::string message;
+  };
+  const Crafted cases[] = {
+      {"[1,2]", 0, "header field (header) is [1,2]; valid: a JSON object"},
+      {"{}", 0, "header field sections is null; valid: an array of {name, count}"},
+      {R"({"sections": {"name": "params"}})", 0, "header field sections is {\"name\":"},
+      {R"({"sections": [7]})", 0, "header field sections[0] is 7; valid: an object with a string "
+                                  "name and a count"},
+      {R"({"sections": [{"name": 3, "count": 1}]})", 1, "header field sections[0] is"},
+      {R"({"sections": [{"name": "params", "count": "2"}]})", 2,
+       "header field sections[0].count is \"2\"; valid: an integer >= 0"},
+      {R"({"sections": [{"name": "params", "count": -1}]})", 0,
+       "header field sections[0].count is -1; valid: an integer >= 0"},
+      {R"({"sections": [{"name": "params", "count": 1.5}]})", 1,
+       "header field sections[0].count is 1.5; valid: an integer >= 0"},
+      {R"({"sections": [{"name": "params", "count": 4611686018427387904}]})", 2,
+       "is corrupt or incomplete: section 'params' (sections[0].count 4611686018427387904 "
+       "floats) past the end of the file (2 floats left)"},
+      {R"({"sections": [{"name": "params", "count": 1}]})", 2,
+       "is corrupt or incomplete: trailing bytes after the last section"},
+  };
+  for (const Crafted& c : cases) {
+    SCOPED_TRACE(c.header);
+    write_crafted(file, c.header, c.floats);
+    try {
+      load_checkpoint(file);
+      ADD_FAILURE() << "a crafted header loaded";
+    } catch (const CheckpointError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("checkpoint '" + file + "'"));
+      EXPECT_THAT(e.what(), HasSubstr(c.message));
+    }
+  }
+  write_crafted(file, R"({"sections": [{"name": "params", "count": 2}], "step": 3})", 2);
+  const Checkpoint ok = load_checkpoint(file);
+  EXPECT_EQ(*ok.find("params"), (std::vector<float>{0.0f, 0.0f}));
+}
+
 TEST_F(CheckpointTest, MissingFileNamesPath) {
   try {
     load_checkpoint((dir_ / "nope.ckpt").string());
