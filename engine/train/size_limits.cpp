@@ -97,11 +97,13 @@ std::string check_memory_floor(const TrainOptions& o, const MemoryFloor& f, int 
                                    f.data});
   if (biggest == f.model_state && !cuda) {
     lead = fmt::format("--n-layer {} --n-embd {}: the model's {} parameters take {} with their "
-                       "gradients and AdamW's two moments (16 bytes each), {} per rank even "
-                       "spread over all {} ranks",
+                       "gradients and AdamW's two moments (16 bytes each)",
                        o.model.n_layer, o.model.n_embd, count_text(f.parameters),
-                       format_bytes(kStateBytesPerParameter * f.parameters),
-                       format_bytes(f.model_state), world_size);
+                       format_bytes(kStateBytesPerParameter * f.parameters));
+    if (world_size > 1) {
+      lead += fmt::format(", {} per rank even spread over all {} ranks",
+                          format_bytes(f.model_state), world_size);
+    }
   } else if (biggest == f.activations && !cuda) {
     lead = fmt::format("--batch-size {} --microbatches {} --seq-len {}: a microbatch's activations "
                        "through one block (residual stream and attention scores) take {} per "

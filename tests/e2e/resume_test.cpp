@@ -37,6 +37,7 @@
 
 #include "engine/train/checkpoint.h"
 #include "engine/train/sharded_checkpoint.h"
+#include "tests/e2e/folder_snapshot.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -128,37 +129,11 @@ std::string read_text(const std::string& file) {
   return text.str();
 }
 
-// The names in a folder, sorted.
-std::vector<std::string> listing(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // argv run as user nobody when the test runs as root (root ignores permissions).
 std::vector<std::string> unprivileged(std::vector<std::string> argv) {
   if (geteuid() != 0) return argv;
   argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
   return argv;
-}
-
-uint64_t hash_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : ss.str()) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-// Every path under dir with its content's hash (folders: 0).
-std::map<std::string, uint64_t> snapshot(const fs::path& dir) {
-  std::map<std::string, uint64_t> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    out[e.path().string()] = e.is_regular_file() ? hash_file(e.path()) : 0;
-  }
-  return out;
 }
 
 // A checkpoint folder holding only a copy of `step_dir`.
