@@ -301,7 +301,10 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   // Universal sharded checkpoints: lock the folder, resume from the newest complete one, if
   // any, and settle the learning-rate schedule.
   set_setup_stage("reading the checkpoint");
-  const uint64_t job = o.checkpoint_dir.empty() ? 0 : world.broadcast(random_job_number(), "job id");
+  const uint64_t job =  // drawn by rank 0, shared: it names the job's temporary folders
+      o.checkpoint_dir.empty() ? 0
+                               : world.broadcast(world.rank() == 0 ? random_job_number() : 0,
+                                                 "job id");
   const ShardedCheckpointContext sharded{o.checkpoint_dir, config, o.placement, data_degree, d,
                                          job_id(job)};
   ResumeState resume;

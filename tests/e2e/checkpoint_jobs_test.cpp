@@ -38,8 +38,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kEnv = {"PLEXUS_COST_MODEL=2.5,0.1,0.05"};
-
 class CheckpointJobs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -65,7 +63,7 @@ class CheckpointJobs : public ::testing::Test {
   }
 
   ProcessResult run(int ranks, const std::vector<std::string>& extra, int expected_code) const {
-    ProcessResult r = run_process(command(ranks, extra), 300, kEnv);
+    ProcessResult r = run_process(command(ranks, extra), 300);
     EXPECT_FALSE(r.timed_out) << r.out << r.err;
     EXPECT_EQ(r.exit_code, expected_code) << r.out << r.err;
     EXPECT_THAT(r.err, Not(HasSubstr("bad_alloc")));
@@ -91,8 +89,7 @@ std::map<int, double> learning_rates(const std::string& metrics) {
 // (a) Two jobs, one folder: the second is refused while the first holds it.
 TEST_F(CheckpointJobs, ASecondJobOnTheFolderIsRefusedNamingTheFirst) {
   const std::string ckpt = path("shared");
-  Subprocess first(command(1, {"--steps", "12", "--save-every", "4", "--checkpoint-dir", ckpt}),
-                   kEnv);
+  Subprocess first(command(1, {"--steps", "12", "--save-every", "4", "--checkpoint-dir", ckpt}));
   ASSERT_TRUE(first.wait_for_stdout("no checkpoint in " + ckpt + ": starting fresh", 1, 120))
       << first.output_so_far();
   ASSERT_EQ(kill(first.pid(), SIGSTOP), 0);  // holds the lock, does nothing until SIGCONT
@@ -121,7 +118,7 @@ TEST_F(CheckpointJobs, AKilledJobsLockIsTakenOverAndReported) {
                                    ckpt};
   pid_t killed = 0;
   {
-    Subprocess job(command(1, args), kEnv);
+    Subprocess job(command(1, args));
     ASSERT_TRUE(job.wait_for_stdout("saved sharded checkpoint", 1, 120)) << job.output_so_far();
     killed = job.pid();
     ASSERT_EQ(kill(killed, SIGKILL), 0);
@@ -151,7 +148,7 @@ TEST_F(CheckpointJobs, RanksThatSeeDifferentCheckpointsStopNamingEachRanksStep) 
       {PLEXUS_RUN_PATH, "-n", "2", "--", "/bin/sh", "-c",
        "if [ \"$PLEXUS_RANK\" = 1 ]; then d='" + four + "'; else d='" + two + "'; fi; exec" +
            train + " \"$d\""},
-      300, kEnv);
+      300);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   for (const std::string& dir : {two, four}) {
     EXPECT_THAT(r.err, HasSubstr("ranks disagree on the newest complete checkpoint in '" + dir +

@@ -13,13 +13,12 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "tests/e2e/synthetic_corpus.h"
+#include "tests/support/crafted_checkpoint.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
@@ -94,19 +93,6 @@ TEST_F(SetupLimits, OversizedOptionsAreRefusedAtOnceNamingThem) {
   EXPECT_THAT(r.err, HasSubstr("plexus-train: rank 0: --n-layer 2000000 not in 1..1048576"));
 }
 
-// A single-file checkpoint: magic, header length, header, floats, FNV-1a of everything before.
-void write_checkpoint(const std::string& path, const std::string& header, size_t floats) {
-  std::string bytes = "PLXCKPT1";
-  const uint64_t length = header.size();
-  bytes.append(reinterpret_cast<const char*>(&length), 8);
-  bytes += header;
-  bytes.append(floats * sizeof(float), '\0');
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
-  bytes.append(reinterpret_cast<const char*>(&h), 8);
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
 TEST_F(SetupLimits, CraftedSingleFileCheckpointsAreRefusedNamingTheField) {
   const std::string file = tmp_.path() + "/crafted.ckpt";
   const std::string sections = R"("sections": [{"name": "params", "count": 10}])";
@@ -135,7 +121,7 @@ TEST_F(SetupLimits, CraftedSingleFileCheckpointsAreRefusedNamingTheField) {
   };
   for (const Crafted& c : cases) {
     SCOPED_TRACE(c.header);
-    write_checkpoint(file, c.header, 10);
+    write_crafted_checkpoint(file, c.header, 10);
     const ProcessResult r = refused(
         {PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", file, "--tokens", "4"}, "crafted header");
     EXPECT_THAT(r.err, HasSubstr("checkpoint '" + file + "'"));

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/crafted_checkpoint.h"
+
 namespace plexus::engine {
 namespace {
 
@@ -123,20 +125,6 @@ TEST_F(CheckpointTest, NonRegularTargetsAreRefused) {
   EXPECT_THROW(load_checkpoint("/dev/zero"), CheckpointError);
 }
 
-// A file with a valid magic, length and checksum around `header` and `floats` floats: what a
-// forger writes (damage fails the checksum first).
-void write_crafted(const std::string& path, const std::string& header, size_t floats) {
-  std::string bytes = "PLXCKPT1";
-  const uint64_t length = header.size();
-  bytes.append(reinterpret_cast<const char*>(&length), 8);
-  bytes += header;
-  bytes.append(floats * sizeof(float), '\0');
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
-  bytes.append(reinterpret_cast<const char*>(&h), 8);
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
 // Crafted headers that pass the checksum are refused naming the file, the field and its value;
 // nothing but CheckpointError leaves load_checkpoint (no nlohmann exception, no bad_alloc).
 TEST_F(CheckpointTest, CraftedHeadersAreRefusedNamingTheFieldAndValue) {
@@ -167,7 +155,7 @@ TEST_F(CheckpointTest, CraftedHeadersAreRefusedNamingTheFieldAndValue) {
   };
   for (const Crafted& c : cases) {
     SCOPED_TRACE(c.header);
-    write_crafted(file, c.header, c.floats);
+    test::write_crafted_checkpoint(file, c.header, c.floats);
     try {
       load_checkpoint(file);
       ADD_FAILURE() << "a crafted header loaded";
@@ -176,7 +164,7 @@ TEST_F(CheckpointTest, CraftedHeadersAreRefusedNamingTheFieldAndValue) {
       EXPECT_THAT(e.what(), HasSubstr(c.message));
     }
   }
-  write_crafted(file, R"({"sections": [{"name": "params", "count": 2}], "step": 3})", 2);
+  test::write_crafted_checkpoint(file, R"({"sections": [{"name": "params", "count": 2}]})", 2);
   const Checkpoint ok = load_checkpoint(file);
   EXPECT_EQ(*ok.find("params"), (std::vector<float>{0.0f, 0.0f}));
 }

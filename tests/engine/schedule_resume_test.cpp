@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace plexus::engine {
 namespace {
@@ -103,15 +104,21 @@ TEST(ScheduleResume, ACheckpointWithoutAScheduleUsesThisRunsOrIsRefusedForCheckp
 }
 
 TEST(ScheduleResume, OptionValuesParse) {
-  ResumeSchedule m = ResumeSchedule::kCheck;
-  EXPECT_TRUE(parse_resume_schedule("checkpoint", &m));
-  EXPECT_EQ(m, ResumeSchedule::kCheckpoint);
-  EXPECT_TRUE(parse_resume_schedule("override", &m));
-  EXPECT_EQ(m, ResumeSchedule::kOverride);
-  EXPECT_TRUE(parse_resume_schedule("check", &m));
-  EXPECT_EQ(m, ResumeSchedule::kCheck);
-  EXPECT_FALSE(parse_resume_schedule("Checkpoint", &m));
-  EXPECT_FALSE(parse_resume_schedule("", &m));
+  const std::pair<const char*, ResumeSchedule> known[] = {
+      {"check", ResumeSchedule::kCheck},
+      {"checkpoint", ResumeSchedule::kCheckpoint},
+      {"override", ResumeSchedule::kOverride}};
+  for (const auto& [text, expected] : known) {
+    ResumeSchedule parsed = expected == ResumeSchedule::kCheck ? ResumeSchedule::kOverride
+                                                               : ResumeSchedule::kCheck;
+    EXPECT_TRUE(parse_resume_schedule(text, &parsed)) << text;
+    EXPECT_EQ(parsed, expected) << text;
+  }
+  ResumeSchedule unchanged = ResumeSchedule::kOverride;
+  for (const char* bad : {"Checkpoint", "", "check ", "refuse"}) {
+    EXPECT_FALSE(parse_resume_schedule(bad, &unchanged)) << bad;
+  }
+  EXPECT_EQ(unchanged, ResumeSchedule::kOverride);
 }
 
 }  // namespace
