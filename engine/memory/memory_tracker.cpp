@@ -102,12 +102,15 @@ MemoryTracker& memory_tracker() {
   return tracker;
 }
 
-std::string format_bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  if (b < 1024.0 * 1024) return fmt::format("{:.1f} KiB", b / 1024);
-  if (b < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
-  return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+std::string format_bytes(double bytes) {
+  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1024.0 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
+  if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  static const char* const units[] = {"GiB", "TiB", "PiB", "EiB"};
+  double scaled = bytes / (1024.0 * 1024 * 1024);
+  int unit = 0;
+  for (; unit < 3 && scaled >= 1024; ++unit) scaled /= 1024;
+  return fmt::format("{:.2f} {}", scaled, units[unit]);
 }
 
 }  // namespace plexus::engine

@@ -65,7 +65,8 @@ class MemoryTracker {
 // The process's tracker (one rank per process in plexus-train). Tests may make their own.
 MemoryTracker& memory_tracker();
 
-// Formats a byte count for people: "512 B", "12.0 KiB", "3.4 MiB", "1.2 GiB".
-std::string format_bytes(int64_t bytes);
+// Formats a byte count for people: "512 B", "12.0 KiB", "3.4 MiB", "1.20 GiB", "2.89 TiB" (up
+// to EiB; a double, so estimates past 2^63 bytes print too).
+std::string format_bytes(double bytes);
 
 }  // namespace plexus::engine

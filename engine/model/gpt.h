@@ -27,6 +27,8 @@
 namespace plexus::engine {
 
 struct GptConfig {
+  static constexpr int kMaxDim = 1 << 20;  // every field's upper bound: keeps products in size_t
+
   int vocab_size = 256;
   int max_seq_len = 0;  // T may not exceed it (size of the position embedding)
   int n_layer = 0;

@@ -11,7 +11,7 @@ namespace plexus::engine {
 
 namespace {
 constexpr double kInitStd = 0.02;
-constexpr int kMaxDim = 1 << 20;  // far above any CPU model; keeps every product in size_t
+constexpr int kMaxDim = GptConfig::kMaxDim;  // far above any CPU model
 }  // namespace
 
 std::string GptConfig::validate() const {

@@ -6,7 +6,9 @@
 // the loss. The cut balances an estimated cost: a block costs 1 and the embedding and the head
 // each cost about one block, so the first and last chunks get fewer blocks when that evens the
 // stages out (6 blocks on 4 chunks: 1, 2, 2, 1). Among cuts with the same largest cost, the one
-// with the smallest spread between chunks wins, then the one that puts blocks earlier.
+// with the smallest spread between chunks (sum of squared costs) wins, then the one that puts
+// blocks earlier. With these unit costs that cut has a closed form, computed in O(K) time and
+// memory (a million blocks at once; layer_partition.cpp).
 #pragma once
 
 #include <vector>

@@ -1,6 +1,9 @@
 #include "engine/train/checkpoint_io.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -55,7 +58,7 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
   std::string failure;
   if (world.rank() == 0) {  // a fresh step-N.tmp: nothing of an interrupted save of this step
     try {
-      prepare_checkpoint_step(context.dir, run.next_step);
+      prepare_checkpoint_step(context.dir, run.next_step, context.job);
     } catch (const CheckpointError& e) {
       failure = e.what();
     }
@@ -68,7 +71,7 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
                               : failure);
   }
   try {
-    write_rank_shard(context.dir, run.next_step, world.rank(), runs);
+    write_rank_shard(context.dir, run.next_step, world.rank(), runs, context.job);
   } catch (const CheckpointError& e) {
     failure = e.what();
   }
@@ -87,9 +90,15 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
     training["val_loss"] = std::isfinite(run.last_val_loss)
                                ? nlohmann::json(run.last_val_loss)
                                : nlohmann::json(nullptr);
+    if (run.schedule) {
+      training["lr_schedule"] = {{"lr", run.schedule->lr},
+                                 {"min_lr_ratio", run.schedule->min_lr_ratio},
+                                 {"warmup_steps", run.schedule->warmup_steps},
+                                 {"decay_steps", run.schedule->decay_steps}};
+    }
     try {
       path = finalize_checkpoint(context.dir, run.next_step, world.size(), context.config,
-                                 context.placement, training);
+                                 context.placement, training, context.job);
     } catch (const CheckpointError& e) {
       failure = e.what();
     }
@@ -103,6 +112,46 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
   }
   return path;
 }
+
+namespace {
+
+// training.lr_schedule, every field range-checked (training_state).
+LrSchedule schedule_state(const std::string& path, const nlohmann::json& training) {
+  const nlohmann::json& s = training.at("lr_schedule");
+  auto bad = [&](const std::string& field, const nlohmann::json& value, const char* range) {
+    return CheckpointError(fmt::format("checkpoint {}: manifest's training.lr_schedule{} is {}; "
+                                       "valid: {}",
+                                       path, field, value.dump(), range));
+  };
+  if (!s.is_object()) throw bad("", s, "an object of lr, min_lr_ratio, warmup_steps, decay_steps");
+  auto number = [&](const char* name, double low, bool low_included) {
+    const nlohmann::json& v = s.contains(name) ? s.at(name) : nlohmann::json();
+    const double x = v.is_number() ? v.get<double>() : NAN;
+    if (!std::isfinite(x) || x > std::numeric_limits<float>::max() || x < low ||
+        (!low_included && x == low)) {
+      throw bad(std::string(".") + name, v, low_included ? "a finite number >= 0" : "a finite number > 0");
+    }
+    return static_cast<float>(x);
+  };
+  auto integer = [&](const char* name, int64_t low) {
+    const nlohmann::json& v = s.contains(name) ? s.at(name) : nlohmann::json();
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(
+                                                           std::numeric_limits<int64_t>::max())) ||
+        v.get<int64_t>() < low) {
+      throw bad(std::string(".") + name, v, low == 0 ? "an integer >= 0" : "an integer >= 1");
+    }
+    return v.get<int64_t>();
+  };
+  LrSchedule schedule;
+  schedule.lr = number("lr", 0, false);
+  schedule.min_lr_ratio = number("min_lr_ratio", 0, true);
+  schedule.warmup_steps = integer("warmup_steps", 0);
+  schedule.decay_steps = integer("decay_steps", 1);
+  return schedule;
+}
+
+}  // namespace
 
 CheckpointRun training_state(const std::string& path, const nlohmann::json& training,
                              int64_t manifest_step) {
@@ -144,31 +193,84 @@ CheckpointRun training_state(const std::string& path, const nlohmann::json& trai
     }
     run.last_val_loss = static_cast<float>(loss);
   }
+  if (training.contains("lr_schedule")) run.schedule = schedule_state(path, training);
   return run;
+}
+
+std::unique_ptr<CheckpointFolderLock> lock_checkpoint_folder(
+    const ShardedCheckpointContext& context, World& world) {
+  std::unique_ptr<CheckpointFolderLock> lock;
+  std::string failure;
+  try {
+    check_checkpoint_folder(context.dir);  // at start, not at the first save
+    if (world.rank() == 0) {
+      lock = std::make_unique<CheckpointFolderLock>(context.dir, context.job, world.size());
+    }
+  } catch (const CheckpointError& e) {
+    failure = e.what();
+  }
+  if (world.any(!failure.empty(), "checkpoint folder lock")) {
+    throw CheckpointError(failure.empty() ? "another rank could not use the checkpoint folder '" +
+                                                context.dir + "' (see its message)"
+                                          : failure);
+  }
+  return lock;
 }
 
 namespace {
 
-// Reads the newest checkpoint into the state's owned ranges (no communication).
-std::optional<CheckpointRun> read_newest(const ShardedCheckpointContext& context,
-                                         int global_batch, StageModel& model,
-                                         OptimizerState& state, std::string* path) {
-  check_checkpoint_folder(context.dir);  // at start, not at the first save
-  const std::optional<std::string> newest = newest_complete_checkpoint(context.dir);
-  if (!newest) return std::nullopt;
-  CheckpointReader reader(*newest);
+// " The newest valid checkpoint is ...: move ... away to resume from it." for a damaged
+// checkpoint at `damaged`, checking the older ones (newest first) in full.
+std::string older_valid_hint(const std::string& dir, int64_t damaged_step,
+                             const std::string& damaged) {
+  const std::string away = fmt::format("mv {} {}/damaged-{}", damaged, dir,
+                                       std::filesystem::path(damaged).filename().string());
+  try {
+    for (const CompleteCheckpoint& c : complete_checkpoints(dir)) {
+      if (c.step >= damaged_step) continue;
+      try {
+        const CheckpointReader reader(c.path);
+        training_state(c.path, reader.training(), reader.step());
+      } catch (const CheckpointError&) {
+        continue;
+      }
+      return fmt::format(". The newest valid checkpoint is {} (step {}): move the damaged one "
+                         "away ({}) to resume from it",
+                         c.path, c.step, away);
+    }
+  } catch (const CheckpointError&) {
+  }
+  return fmt::format(". No older checkpoint in '{}' is valid: move the damaged one away ({}) to "
+                     "start afresh",
+                     dir, away);
+}
+
+// Opens and checks the agreed checkpoint, then reads it into the state's owned ranges (no
+// communication). Damage found while opening gets older_valid_hint when `hint` (rank 0).
+CheckpointRun read_checkpoint(const ShardedCheckpointContext& context,
+                              const CompleteCheckpoint& newest, int global_batch,
+                              StageModel& model, OptimizerState& state, bool hint) {
+  std::optional<CheckpointReader> opened;
+  CheckpointRun run;
+  try {
+    opened.emplace(newest.path);
+    run = training_state(newest.path, opened->training(), opened->step());
+  } catch (const CheckpointError& e) {
+    if (!hint) throw;
+    throw CheckpointError(e.what() + older_valid_hint(context.dir, newest.step, newest.path));
+  }
+  const CheckpointReader& reader = *opened;
   reader.check_model(context.config);
-  const CheckpointRun run = training_state(*newest, reader.training(), reader.step());
   if (run.global_batch != global_batch) {
     throw CheckpointError(fmt::format("checkpoint {} was saved with --batch-size {}; this run has "
                                       "--batch-size {} (the data position would not match)",
-                                      *newest, run.global_batch, global_batch));
+                                      newest.path, run.global_batch, global_batch));
   }
   for (const char* section : {"params", "adam_m", "adam_v"}) {
     if (!reader.has_section(section)) {
       throw CheckpointError(fmt::format("checkpoint {} has no '{}' section (a parameters-only "
                                         "file cannot resume training)",
-                                        *newest, section));
+                                        newest.path, section));
     }
   }
   for (int c = 0; c < model.num_chunks(); ++c) {
@@ -184,8 +286,27 @@ std::optional<CheckpointRun> read_newest(const ShardedCheckpointContext& context
       reader.read(targets);
     }
   }
-  if (path != nullptr) *path = *newest;
   return run;
+}
+
+// "rank 0 sees step 200, ranks 1, 3 step 100, rank 2 none" (-1: none).
+std::string steps_by_rank(const std::vector<int64_t>& steps) {
+  std::vector<int64_t> distinct;
+  for (int64_t s : steps) {
+    if (std::find(distinct.begin(), distinct.end(), s) == distinct.end()) distinct.push_back(s);
+  }
+  std::string text;
+  for (int64_t s : distinct) {
+    std::string ranks;
+    int count = 0;
+    for (size_t r = 0; r < steps.size(); ++r) {
+      if (steps[r] != s) continue;
+      ranks += (count++ == 0 ? "" : ", ") + std::to_string(r);
+    }
+    text += fmt::format("{}{} {} {}", text.empty() ? "" : "; ", count == 1 ? "rank" : "ranks",
+                        ranks, s < 0 ? "sees none" : fmt::format("sees step {}", s));
+  }
+  return text;
 }
 
 }  // namespace
@@ -193,27 +314,44 @@ std::optional<CheckpointRun> read_newest(const ShardedCheckpointContext& context
 std::optional<CheckpointRun> load_newest_sharded_checkpoint(
     const ShardedCheckpointContext& context, int global_batch, StageModel& model,
     OptimizerState& state, World& world, std::string* path) {
-  std::optional<CheckpointRun> run;
+  std::optional<CompleteCheckpoint> newest;
   std::string failure;
   try {
-    run = read_newest(context, global_batch, model, state, path);
+    check_checkpoint_folder(context.dir);  // at start, not at the first save
+    const std::vector<CompleteCheckpoint> all = complete_checkpoints(context.dir);
+    if (!all.empty()) newest = all.front();
+  } catch (const CheckpointError& e) {
+    failure = e.what();
+  }
+  if (world.any(!failure.empty(), "checkpoint search")) {
+    throw CheckpointError(failure.empty() ? "another rank could not look into '" + context.dir +
+                                                "' (see its message)"
+                                          : failure);
+  }
+  // Every rank resumes from the same step, or none does.
+  const std::vector<int64_t> steps =
+      world.allgather(newest ? newest->step : -1, "newest checkpoint step");
+  if (std::adjacent_find(steps.begin(), steps.end(), std::not_equal_to<>()) != steps.end()) {
+    throw CheckpointError(fmt::format(
+        "ranks disagree on the newest complete checkpoint in '{}': {}. Every rank must see the "
+        "same folder (one shared file system, not a copy per host), and no other job may write "
+        "to it",
+        context.dir, steps_by_rank(steps)));
+  }
+  if (!newest) return std::nullopt;
+  CheckpointRun run;
+  try {
+    run = read_checkpoint(context, *newest, global_batch, model, state, world.rank() == 0);
   } catch (const CheckpointError& e) {
     failure = e.what();
   }
   if (world.any(!failure.empty(), "checkpoint load")) {
-    throw CheckpointError(failure.empty() ? "another rank could not load the checkpoint in '" +
-                                                context.dir + "' (see its message)"
+    throw CheckpointError(failure.empty() ? "another rank could not load the checkpoint " +
+                                                newest->path + " (see its message)"
                                           : failure);
   }
-  const bool found = run.has_value();
-  const bool missing_somewhere = world.any(!found, "checkpoint found");
-  const bool found_somewhere = world.any(found, "checkpoint found");
-  if (missing_somewhere && found_somewhere) {
-    throw CheckpointError("checkpoint folder '" + context.dir +
-                          "': ranks disagree on its newest complete checkpoint (it changed "
-                          "while they looked)");
-  }
-  if (found) state.params_written();
+  state.params_written();
+  if (path != nullptr) *path = newest->path;
   return run;
 }
 

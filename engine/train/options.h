@@ -26,6 +26,9 @@ struct TrainOptions {
   float lr = 3e-3f;
   float min_lr_ratio = 0.1f;  // cosine decay ends at lr * min_lr_ratio
   int64_t warmup_steps = 50;
+  // A resumed run whose --lr, --warmup-steps or --steps differ from its checkpoint's schedule:
+  // check (refuse), checkpoint (continue the saved one), override (schedule_resume.h).
+  std::string lr_schedule_on_resume = "check";
   float weight_decay = 0.1f;
   float grad_clip = 1.0f;     // 0 disables clipping
   uint64_t seed = 1234;

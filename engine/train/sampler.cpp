@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "engine/device/compute.h"
 #include "engine/model/gpt.h"
+#include "engine/model/gpt_shard.h"
 #include "engine/model/rng.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/trainer.h"
@@ -39,6 +41,38 @@ int draw(const float* logits, int vocab, float temperature, int top_k, SplitMix6
   return vocab - 1;
 }
 
+// The checkpoint header's model, every field range-checked before anything is sized by it.
+GptConfig header_model(const std::string& path, const nlohmann::json& header) {
+  auto bad = [&](const std::string& field, const nlohmann::json& value, const std::string& valid) {
+    std::string text = value.dump();
+    if (text.size() > 80) text = text.substr(0, 80) + "...";
+    return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
+                           "; valid: " + valid);
+  };
+  const nlohmann::json model = header.contains("model") ? header.at("model") : nlohmann::json();
+  if (!model.is_object()) throw bad("model", model, "an object of the model's sizes");
+  auto dim = [&](const char* name) {
+    const nlohmann::json v = model.contains(name) ? model.at(name) : nlohmann::json();
+    const std::string valid = "an integer in 1.." + std::to_string(GptConfig::kMaxDim);
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > GptConfig::kMaxDim)) {
+      throw bad(std::string("model.") + name, v, valid);
+    }
+    const int64_t x = v.get<int64_t>();
+    if (x < 1 || x > GptConfig::kMaxDim) throw bad(std::string("model.") + name, v, valid);
+    return static_cast<int>(x);
+  };
+  GptConfig config;
+  config.vocab_size = dim("vocab_size");
+  config.max_seq_len = dim("max_seq_len");
+  config.n_layer = dim("n_layer");
+  config.n_head = dim("n_head");
+  config.n_embd = dim("n_embd");
+  if (std::string why = config.validate(); !why.empty()) {
+    throw CheckpointError("checkpoint '" + path + "': header's model is invalid: " + why);
+  }
+  return config;
+}
+
 }  // namespace
 
 int run_sampling(const SampleOptions& o) {
@@ -58,20 +92,21 @@ int run_sampling(const SampleOptions& o) {
       return 2;
     }
     Checkpoint ck = load_checkpoint(o.checkpoint_path);
-    const auto& m = ck.header.at("model");
-    GptConfig config;
-    config.vocab_size = m.at("vocab_size").get<int>();
-    config.max_seq_len = m.at("max_seq_len").get<int>();
-    config.n_layer = m.at("n_layer").get<int>();
-    config.n_head = m.at("n_head").get<int>();
-    config.n_embd = m.at("n_embd").get<int>();
-    Gpt model(config);  // on the selected device
+    const GptConfig config = header_model(o.checkpoint_path, ck.header);
+    // Its parameters are in the file, so the model is no larger than the file: checked before
+    // the model is allocated.
     const std::vector<float>* params = ck.find("params");
-    if (params == nullptr || params->size() != model.num_params()) {
-      std::fprintf(stderr, "plexus-train: checkpoint '%s' has %zu parameters, the model %zu\n",
-                   o.checkpoint_path.c_str(), params ? params->size() : 0, model.num_params());
+    if (params == nullptr || params->size() != full_num_params(config)) {
+      std::fprintf(stderr,
+                   "plexus-train: checkpoint '%s' has %zu parameters in its params section; its "
+                   "header's model (n_layer %d, n_embd %d, vocab_size %d, max_seq_len %d) has "
+                   "%zu\n",
+                   o.checkpoint_path.c_str(), params ? params->size() : 0, config.n_layer,
+                   config.n_embd, config.vocab_size, config.max_seq_len,
+                   full_num_params(config));
       return 2;
     }
+    Gpt model(config);  // on the selected device
     std::copy(params->begin(), params->end(), model.params());
 
     std::vector<int32_t> context(o.prompt.begin(), o.prompt.end());
@@ -94,6 +129,11 @@ int run_sampling(const SampleOptions& o) {
   } catch (const CheckpointError& e) {
     std::fprintf(stderr, "plexus-train: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "plexus-train: sampling from '%s': out of memory (std::bad_alloc) for "
+                 "its model with --tokens %d\n",
+                 o.checkpoint_path.c_str(), o.tokens);
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "plexus-train: sampling from '%s': %s\n", o.checkpoint_path.c_str(),
                  e.what());

@@ -143,9 +143,10 @@ void check_checkpoint_folder(const std::string& dir) {
   ::unlink(probe.c_str());
 }
 
-void prepare_checkpoint_step(const std::string& dir, int64_t step) {
+void prepare_checkpoint_step(const std::string& dir, int64_t step, const std::string& job) {
   check_location("prepare_checkpoint_step", dir, step);
   const std::string final_path = checkpoint_path(dir, step);
+  const std::string tmp_dir = checkpoint_tmp_path(dir, step, job);
   if (is_complete(final_path)) {
     throw CheckpointError("checkpoint '" + final_path + "' is already complete; not writing it "
                           "again");
@@ -156,7 +157,7 @@ void prepare_checkpoint_step(const std::string& dir, int64_t step) {
   if (ec && !fs::is_directory(dir, ignored)) {
     throw CheckpointError("checkpoint '" + dir + "': create folder: " + ec.message());
   }
-  for (const std::string& stale : {final_path + ".tmp", final_path}) {
+  for (const std::string& stale : {tmp_dir, final_path}) {
     if (fs::symlink_status(stale, ec).type() == fs::file_type::not_found) continue;
     if (stale == final_path && !fs::is_directory(fs::symlink_status(stale, ec))) {
       throw CheckpointError("checkpoint '" + final_path + "' exists and is not a folder; move "
@@ -168,8 +169,8 @@ void prepare_checkpoint_step(const std::string& dir, int64_t step) {
                             ec.message());
     }
   }
-  if (::mkdir((final_path + ".tmp").c_str(), 0755) != 0) {
-    throw CheckpointError(io_error(final_path + ".tmp", "create folder"));
+  if (::mkdir(tmp_dir.c_str(), 0755) != 0) {
+    throw CheckpointError(io_error(tmp_dir, "create folder"));
   }
   fsync_directory(dir);
 }
@@ -178,8 +179,12 @@ std::string checkpoint_path(const std::string& dir, int64_t step) {
   return fmt::format("{}/step-{:08d}", dir, step);
 }
 
+std::string checkpoint_tmp_path(const std::string& dir, int64_t step, const std::string& job) {
+  return checkpoint_path(dir, step) + (job.empty() ? ".tmp" : ".tmp-" + job);
+}
+
 void write_rank_shard(const std::string& dir, int64_t step, int rank,
-                      const std::vector<StateRun>& runs) {
+                      const std::vector<StateRun>& runs, const std::string& job) {
   check_location("write_rank_shard", dir, step);
   if (rank < 0) {
     throw std::invalid_argument(fmt::format("write_rank_shard: rank {} is negative", rank));
@@ -196,7 +201,7 @@ void write_rank_shard(const std::string& dir, int64_t step, int rank,
     throw CheckpointError("checkpoint '" + final_path + "' is already complete; not writing it "
                           "again");
   }
-  const std::string tmp_dir = final_path + ".tmp";
+  const std::string tmp_dir = checkpoint_tmp_path(dir, step, job);
   std::error_code ec;
   fs::create_directories(dir, ec);
   std::error_code ignored;  // another rank may have created it at the same moment
@@ -211,7 +216,7 @@ void write_rank_shard(const std::string& dir, int64_t step, int rank,
 
 std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_size,
                                 const GptConfig& model, const std::string& placement,
-                                const nlohmann::json& training) {
+                                const nlohmann::json& training, const std::string& job) {
   check_location("finalize_checkpoint", dir, step);
   if (world_size < 1) {
     throw std::invalid_argument(
@@ -221,7 +226,7 @@ std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_
     throw std::invalid_argument("finalize_checkpoint: " + why);
   }
   const std::string final_path = checkpoint_path(dir, step);
-  const std::string tmp_dir = final_path + ".tmp";
+  const std::string tmp_dir = checkpoint_tmp_path(dir, step, job);
   if (is_complete(final_path)) {
     throw CheckpointError("checkpoint '" + final_path + "' is already complete");
   }
@@ -278,19 +283,18 @@ std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_
   return final_path;
 }
 
-std::optional<std::string> newest_complete_checkpoint(const std::string& dir) {
+std::vector<CompleteCheckpoint> complete_checkpoints(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
-  if (st.type() == fs::file_type::not_found) return std::nullopt;
+  if (st.type() == fs::file_type::not_found) return {};
   if (ec) throw CheckpointError("checkpoint folder '" + dir + "': " + ec.message());
   if (st.type() != fs::file_type::directory) {
     throw CheckpointError("checkpoint folder '" + dir + "' exists and is not a directory");
   }
-  std::optional<int64_t> best;
-  std::string best_name;
+  std::vector<CompleteCheckpoint> found;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() <= 5 || name.compare(0, 5, "step-") != 0) continue;  // also skips *.tmp:
+    if (name.size() <= 5 || name.compare(0, 5, "step-") != 0) continue;  // also skips *.tmp*:
     int64_t step = -1;                                                   // not all digits
     const char* first = name.data() + 5;
     const char* last = name.data() + name.size();
@@ -306,11 +310,33 @@ std::optional<std::string> newest_complete_checkpoint(const std::string& dir) {
                             " (fix its permissions or move it away)");
     }
     if (!S_ISREG(st.st_mode)) continue;
-    if (!best || step > *best) best = step, best_name = name;
+    found.push_back({step, dir + "/" + name});
   }
   if (ec) throw CheckpointError("checkpoint folder '" + dir + "': list: " + ec.message());
-  if (!best) return std::nullopt;
-  return dir + "/" + best_name;
+  std::sort(found.begin(), found.end(),
+            [](const CompleteCheckpoint& a, const CompleteCheckpoint& b) { return a.step > b.step; });
+  return found;
+}
+
+std::optional<std::string> newest_complete_checkpoint(const std::string& dir) {
+  const std::vector<CompleteCheckpoint> all = complete_checkpoints(dir);
+  if (all.empty()) return std::nullopt;
+  return all.front().path;
+}
+
+std::vector<std::string> leftover_saves(const std::string& dir, const std::string& job) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  const std::string own = job.empty() ? ".tmp" : ".tmp-" + job;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t tmp = name.find(".tmp");
+    if (name.rfind("step-", 0) != 0 || tmp == std::string::npos) continue;
+    if (name.compare(tmp, std::string::npos, own) == 0) continue;
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace plexus::engine

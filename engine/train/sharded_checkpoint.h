@@ -6,25 +6,29 @@
 //   <dir>/step-00000120/rank-0.bin      runs of rank 0's state (shard_file.h)
 //   <dir>/step-00000120/rank-1.bin      ...
 //   <dir>/step-00000120/manifest.json   written last, by rank 0
+//   <dir>/step-00000130.tmp-<job>/      a save in progress by job <job> (checkpoint_lock.h)
 //
 // Sections: "params", "adam_m", "adam_v" (any names; each section present must tile the model).
 // A run is {section, full_offset, count}: elements [full_offset, +count) of Gpt's flat buffer.
 //
-// Saving, in this order (the caller synchronises the ranks):
-//   every rank:  write_rank_shard(dir, step, rank, runs)     -> <dir>/step-N.tmp/rank-<r>.bin
+// Saving, in this order (the caller synchronises the ranks and holds the folder's lock):
+//   rank 0:      prepare_checkpoint_step(dir, step, job)
+//   every rank:  write_rank_shard(dir, step, rank, runs, job)  -> step-N.tmp-<job>/rank-<r>.bin
 //   barrier
-//   rank 0:      finalize_checkpoint(dir, step, world_size, model, placement, training)
+//   rank 0:      finalize_checkpoint(dir, step, world_size, model, placement, training, job)
 //                checks that the rank files' runs tile every section over [0, full_num_params)
-//                exactly once, writes manifest.json, renames step-N.tmp to step-N.
+//                exactly once, writes manifest.json, renames step-N.tmp-<job> to step-N.
 // Each file is written to a temporary name, fsync'ed and renamed; the step directory is renamed
 // last and its parent fsync'ed, so a checkpoint is complete exactly when step-N/manifest.json
-// exists. A crash at any point leaves step-N.tmp (ignored) or nothing; the next save of step N
-// starts it afresh (prepare_checkpoint_step). Nothing else in <dir> is deleted or modified.
+// exists. A crash at any point leaves step-N.tmp-<job> (ignored) or nothing. A job only ever
+// removes its own temporary folders (the job id is in their name), never another job's: those
+// stay until removed by hand (leftover_saves lists them). Without a job id ("": tests, tools)
+// the temporary folder is step-N.tmp.
 //
-// Loading: newest_complete_checkpoint(dir), then CheckpointReader, which verifies the manifest
-// (its own checksum), every rank file's size and checksum and the coverage before anything is
-// read, and fills any requested range with pread from whichever rank files hold it. Loading
-// never writes.
+// Loading: complete_checkpoints(dir) (newest first), then CheckpointReader, which verifies the
+// manifest (its own checksum), every rank file's size and checksum and the coverage before
+// anything is read, and fills any requested range with pread from whichever rank files hold it.
+// Loading never writes.
 //
 // Errors: CheckpointError (engine/train/checkpoint.h) naming the path and what is wrong (a
 // truncated, corrupt or missing rank file, a bad manifest, another model, a missing section, a
@@ -76,6 +80,9 @@ std::vector<StateTarget> state_targets(const std::string& section,
 
 // "<dir>/step-00000120" (at least 8 digits).
 std::string checkpoint_path(const std::string& dir, int64_t step);
+// Where job `job` writes step N before it is complete: "<dir>/step-00000120.tmp-<job>", or
+// "<dir>/step-00000120.tmp" for job "".
+std::string checkpoint_tmp_path(const std::string& dir, int64_t step, const std::string& job);
 
 // Checks, before training, that `dir` can hold checkpoints: creates it (and its parents) if it
 // is missing, then creates and removes a file in it. Throws CheckpointError "checkpoint folder
@@ -83,33 +90,34 @@ std::string checkpoint_path(const std::string& dir, int64_t step);
 void check_checkpoint_folder(const std::string& dir);
 
 // Rank 0, before any rank's write_rank_shard for this step (the caller synchronises): makes
-// <dir>/step-N.tmp a fresh, empty folder, removing what an earlier, interrupted save of this
-// step left in it (rank files of another world size or of other values must never end up in
-// the checkpoint), and removes <dir>/step-N if it is a folder without manifest.json (an
-// incomplete leftover that would block the final rename; loading skips it). Throws
-// CheckpointError if step-N is complete or on an OS error.
-void prepare_checkpoint_step(const std::string& dir, int64_t step);
+// this job's checkpoint_tmp_path a fresh, empty folder, removing what an earlier, interrupted
+// save of this step by this job left in it (rank files of another world size or of other
+// values must never end up in the checkpoint), and removes <dir>/step-N if it is a folder
+// without manifest.json (damage: a save renames a folder only once its manifest is in it; it
+// would block the final rename; loading skips it). Other jobs' temporary folders are left as
+// they are. Throws CheckpointError if step-N is complete or on an OS error.
+void prepare_checkpoint_step(const std::string& dir, int64_t step, const std::string& job = "");
 
-// Writes this rank's runs to <dir>/step-N.tmp/rank-<rank>.bin (temporary file, fsync, rename),
-// creating the folders. Zero-count runs are skipped; a rank may write no runs at all. Throws
-// CheckpointError on an OS error or if step-N is already complete.
+// Writes this rank's runs to <tmp>/rank-<rank>.bin (tmp: checkpoint_tmp_path; a temporary
+// file, fsync, rename), creating the folders. Zero-count runs are skipped; a rank may write no
+// runs at all. Throws CheckpointError on an OS error or if step-N is already complete.
 void write_rank_shard(const std::string& dir, int64_t step, int rank,
-                      const std::vector<StateRun>& runs);
+                      const std::vector<StateRun>& runs, const std::string& job = "");
 
 // Rank 0, after every rank's write_rank_shard returned: checks rank-0..world_size-1 in
-// step-N.tmp (each present, its checksum right, its runs inside the model) and that every
+// checkpoint_tmp_path (each present, its checksum right, its runs inside the model) and that every
 // section's runs tile [0, full_num_params(model)) with no gap and no overlap; then writes
 // manifest.json (format version, step, world size, placement, model, the tensor table, the
-// sections, each rank file's size and checksum, `training` as given) and renames step-N.tmp to
-// step-N. Anything else in step-N.tmp (a rank file of a larger world) is refused, never
+// sections, each rank file's size and checksum, `training` as given) and renames the temporary
+// folder to step-N. Anything else in it (a rank file of a larger world) is refused, never
 // renamed into the checkpoint. Returns the final path. On a failed check throws
-// CheckpointError and leaves step-N.tmp as it is (never renamed, so never loaded).
+// CheckpointError and leaves the temporary folder as it is (never renamed, so never loaded).
 //
 // `training` is the caller's: optimizer step, data position, seed and RNG state, last
 // validation loss, ... (JSON has no NaN: nlohmann writes NaN as null).
 std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_size,
                                 const GptConfig& model, const std::string& placement,
-                                const nlohmann::json& training);
+                                const nlohmann::json& training, const std::string& job = "");
 
 // The complete checkpoint (step-N with manifest.json) of the highest step in dir, or nullopt if
 // dir does not exist or holds none. Skips step-N.tmp and step directories without a manifest
@@ -119,6 +127,18 @@ std::string finalize_checkpoint(const std::string& dir, int64_t step, int world_
 // (permissions, I/O error): it is never taken for an incomplete one, which a later save of that
 // step would replace.
 std::optional<std::string> newest_complete_checkpoint(const std::string& dir);
+
+struct CompleteCheckpoint {
+  int64_t step = 0;
+  std::string path;  // <dir>/step-N
+};
+// Every complete checkpoint in dir, newest (highest step) first, found and checked as
+// newest_complete_checkpoint does; empty if dir does not exist or holds none.
+std::vector<CompleteCheckpoint> complete_checkpoints(const std::string& dir);
+
+// The temporary folders in dir that are not job `job`'s (step-N.tmp, step-N.tmp-<other job>):
+// saves that other jobs did not finish, sorted by name. Never fails (an unlistable dir: none).
+std::vector<std::string> leftover_saves(const std::string& dir, const std::string& job);
 
 struct ShardFile;  // shard_file.h
 

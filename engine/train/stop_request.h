@@ -8,11 +8,22 @@
 // only keep the request (a scheduler may send several before its SIGKILL). Handlers are
 // installed with SA_RESTART, so blocking system calls in the communicator resume.
 //
-// Thread safety: stop_requested() and stop_signal() may be called from any thread. Install at
-// most one StopRequestScope at a time (constructing a second throws std::logic_error).
+// Set-up is different: it has nothing to save and may take long (building a large model,
+// reading a checkpoint), so a stop request there must not wait for the end of a first step.
+// While a SetupStopScope lives (inside a StopRequestScope), SIGTERM or SIGINT writes
+//   "<prefix>stopped by SIGTERM during set-up (<stage>): nothing was trained or saved\n"
+// to stderr and ends the process at once with the signal's default action (the launcher sees
+// the rank killed by that signal, as for a signal during communicator creation). The handler
+// only calls write, signal and raise (async-signal-safe).
+//
+// Thread safety: stop_requested(), stop_signal() and setup_stage() may be called from any
+// thread. Install at most one StopRequestScope and one SetupStopScope at a time (constructing a
+// second throws std::logic_error).
 #pragma once
 
 #include <signal.h>
+
+#include <string>
 
 namespace plexus::engine {
 
@@ -36,5 +47,23 @@ bool stop_requested();
 int stop_signal();
 // Forgets a pending request (e.g. after acting on it).
 void clear_stop_request();
+
+// The set-up phase (see above). `prefix` is copied (its first 255 bytes), e.g.
+// "plexus-train: rank 3: ". A stop already requested when it is constructed ends the process
+// the same way at once. The destructor returns to recording requests.
+class SetupStopScope {
+ public:
+  explicit SetupStopScope(const std::string& prefix);
+  ~SetupStopScope();
+  SetupStopScope(const SetupStopScope&) = delete;
+  SetupStopScope& operator=(const SetupStopScope&) = delete;
+};
+
+// Names what set-up is doing, for the stop message above and for out-of-memory messages:
+// `stage` must outlive its use (a string literal), e.g. "building the model". Kept after the
+// scope ends (the trainer sets "training" and so on).
+void set_setup_stage(const char* stage);
+// The last stage set ("starting" before any).
+const char* setup_stage();
 
 }  // namespace plexus::engine

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <new>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -20,7 +22,7 @@
 #include "engine/model/gpt_shard.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/grad_clip.h"
-#include "engine/placement/layer_partition.h"
+#include "engine/optim/lr_schedule.h"
 #include "engine/placement/placement.h"
 #include "engine/plugin/plugin_loader.h"
 #include "engine/train/active_plugins.h"
@@ -31,10 +33,13 @@
 #include "engine/train/explain.h"
 #include "engine/train/memory_plan.h"
 #include "engine/train/memory_report.h"
+#include "engine/train/option_checks.h"
 #include "engine/train/optimizer_state.h"
 #include "engine/train/output_checks.h"
 #include "engine/train/param_gather.h"
 #include "engine/train/parallel_groups.h"
+#include "engine/train/resume.h"
+#include "engine/train/size_limits.h"
 #include "engine/train/stage_model.h"
 #include "engine/train/stop_request.h"
 #include "engine/train/world.h"
@@ -49,15 +54,6 @@ class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
-
-// Linear warm-up, then cosine decay to lr * min_lr_ratio at the last step (as in nanoGPT).
-float learning_rate(const TrainOptions& o, int64_t step) {
-  if (step < o.warmup_steps) return o.lr * static_cast<float>(step + 1) / o.warmup_steps;
-  const double span = std::max<int64_t>(1, o.steps - o.warmup_steps);
-  const double progress = std::min(1.0, (step - o.warmup_steps) / span);
-  const double min_lr = o.lr * o.min_lr_ratio;
-  return static_cast<float>(min_lr + 0.5 * (o.lr - min_lr) * (1.0 + std::cos(M_PI * progress)));
-}
 
 // Each rank's BLAS threads: the host's cores shared by the ranks on it, unless the user said.
 void choose_blas_threads(int local_size) {
@@ -74,69 +70,6 @@ GptConfig model_config(const TrainOptions& o) {
   c.n_head = o.model.n_head;
   c.n_embd = o.model.n_embd;
   return c;
-}
-
-int schedule_code(const std::string& name) {
-  if (name == "simple") return PLX_PIPELINE_SIMPLE;
-  if (name == "1f1b") return PLX_PIPELINE_1F1B;
-  if (name == "interleaved") return PLX_PIPELINE_INTERLEAVED;
-  throw UsageError(fmt::format("--pipeline-schedule '{}' is not one of simple, 1f1b, interleaved",
-                               name));
-}
-
-void check_options(const TrainOptions& o, const Placement& placement) {
-  auto positive = [](const char* name, int64_t v) {
-    if (v < 1) throw UsageError(fmt::format("--{} must be at least 1, got {}", name, v));
-  };
-  positive("steps", o.steps);
-  positive("batch-size", o.global_batch);
-  positive("seq-len", o.model.seq_len);
-  positive("val-batches", o.val_batches);
-  positive("log-every", o.log_every);
-  positive("microbatches", o.microbatches);
-  positive("virtual-stages", o.virtual_stages);
-  auto at_least_zero = [](const char* name, double v) {
-    if (!(v >= 0) || !std::isfinite(v)) {
-      throw UsageError(fmt::format("--{} must be a finite number >= 0, got {}", name, v));
-    }
-  };
-  at_least_zero("warmup-steps", static_cast<double>(o.warmup_steps));
-  at_least_zero("val-every", static_cast<double>(o.val_every));
-  at_least_zero("save-every", static_cast<double>(o.save_every));
-  at_least_zero("weight-decay", o.weight_decay);
-  at_least_zero("grad-clip", o.grad_clip);
-  at_least_zero("time-limit", o.time_limit_s);
-  at_least_zero("target-val-loss", o.target_val_loss);
-  at_least_zero("min-lr-ratio", o.min_lr_ratio);
-  const int data_degree = placement.degree('D'), P = placement.degree('P');
-  if (o.global_batch % data_degree != 0) {
-    throw UsageError(fmt::format("--batch-size {} is not divisible by the data-parallel degree {}",
-                                 o.global_batch, data_degree));
-  }
-  const int rows = o.global_batch / data_degree;
-  if (rows % o.microbatches != 0) {
-    throw UsageError(fmt::format("--batch-size {} gives {} rows per data-parallel rank, which do "
-                                 "not split into --microbatches {} equal microbatches",
-                                 o.global_batch, rows, o.microbatches));
-  }
-  const int schedule = schedule_code(o.pipeline_schedule);
-  if (o.virtual_stages > 1 && schedule != PLX_PIPELINE_INTERLEAVED) {
-    throw UsageError(fmt::format("--virtual-stages {} needs --pipeline-schedule interleaved, got {}",
-                                 o.virtual_stages, o.pipeline_schedule));
-  }
-  if (o.virtual_stages > 1 && P == 1) {
-    throw UsageError(fmt::format("--virtual-stages {} needs a pipeline degree above 1 (placement "
-                                 "'{}' has P1)",
-                                 o.virtual_stages, o.placement));
-  }
-  if (schedule == PLX_PIPELINE_INTERLEAVED && P > 1 && o.microbatches % P != 0) {
-    throw UsageError(fmt::format("--microbatches {} is not a multiple of the pipeline degree {} "
-                                 "(the interleaved schedule needs it)",
-                                 o.microbatches, P));
-  }
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) {
-    throw UsageError(fmt::format("--lr must be a finite positive number, got {}", o.lr));
-  }
 }
 
 // A checkpoint of the full model (Gpt's flat layout) from buffers gathered on rank 0; adam_m and
@@ -227,22 +160,37 @@ std::string degrees_text(const Placement& placement) {
 }
 
 int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& groups_out) {
-  // SIGTERM/SIGINT from here on (set-up included, once the communicator exists and its
-  // transport's handlers are in place): recorded, then the ranks finish the step, save and exit 0.
+  // SIGTERM/SIGINT from here on, once the communicator exists and its transport's handlers are
+  // in place. During set-up (nothing to save yet, and building a large model or reading a
+  // checkpoint may take minutes) they end the process at once, naming the stage; from the first
+  // step on they are recorded, then the ranks finish the step, save and exit 0.
   StopRequestScope stop_scope;
+  std::optional<SetupStopScope> setup_stop;
+  setup_stop.emplace(fmt::format("plexus-train: rank {}: ", world.rank()));
+  set_setup_stage("checking the options");
   Placement placement = parse_placement(o.placement);
   resolve_placement(placement, world.size(), o.pipeline_degree, o.tensor_degree);
   const int data_degree = placement.degree('D');
   const int P = placement.degree('P');
   const int d = placement.coordinate(world.rank(), 'D');
   check_options(o, placement);
+  // Sizes before anything is allocated or partitioned: refused at once, naming the options.
+  if (std::string why = check_model_sizes(o, P, data_degree); !why.empty()) throw UsageError(why);
+  std::error_code size_ec;
+  const uintmax_t data_bytes = std::filesystem::file_size(o.data_path, size_ec);
+  const MemoryFloor floor = memory_floor(o, world.size(), data_degree, placement.degree('T'),
+                                         size_ec ? 0 : static_cast<uint64_t>(data_bytes));
+  if (std::string why = check_memory_floor(o, floor, world.size(), world.local_size(),
+                                           host_memory_bytes());
+      !why.empty()) {
+    throw UsageError(why);
+  }
   // The compute device, before any model buffer exists (they are allocated where it works).
   if (std::string why = select_rank_device(o.device, o.autocast, world.local_rank());
       !why.empty()) {
     throw UsageError(why);
   }
   const GptConfig config = model_config(o);
-  partition_layers(config.n_layer, P * o.virtual_stages);  // "layers fewer than stages" early
   if (std::string why = check_memory_report_pattern(o.memory_report_path, world.size());
       !why.empty()) {
     throw UsageError(why);
@@ -260,6 +208,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                                  config.n_head, why));
   }
 
+  set_setup_stage("creating the groups and plugins");
   groups_out = std::make_unique<ParallelGroups>(world.comm(), world.rank(), placement);
   ParallelGroups& groups = *groups_out;
   const PipelineSettings pipeline{schedule_code(o.pipeline_schedule), o.microbatches,
@@ -282,8 +231,17 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                                  o.placement, layout.tensor_degree));
   }
   const MemoryPlan memory = make_memory_plan(plugins, o.placement);
+  set_setup_stage("reading the data");
   TextDataset data(o.data_path, o.model.seq_len);
   choose_blas_threads(world.local_size());
+  const bool leader = world.rank() == 0;
+  if (leader) {
+    std::printf("plexus-train: building the model: %d blocks, %.0f parameters (at least %s per "
+                "rank with gradients and AdamW state)\n",
+                config.n_layer, floor.parameters, format_bytes(floor.model_state).c_str());
+    std::fflush(stdout);
+  }
+  set_setup_stage("building the model");
 
   // The model holds only what the plan keeps (ZeRO-2/3: no whole gradient, ZeRO-3: no whole
   // parameters), even during set-up, so the memory peaks cover the whole run (docs/memory.md).
@@ -294,6 +252,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   size_t local_params = 0;
   for (int c = 0; c < model.num_chunks(); ++c) local_params += model.chunk(c).num_params();
   model.set_activation_policy(memory.activation_policy());
+  set_setup_stage("initialising the optimizer state");
   std::unique_ptr<OptimizerState> state =
       make_optimizer_state(memory, model, groups, plugins, world.rank(), data_degree, d, o.seed,
                            memory_tracker());
@@ -302,7 +261,6 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     print_explanation(explain_line(placement, world.rank(), model, plugins), world.comm(),
                       world.rank(), world.size());
   }
-  const bool leader = world.rank() == 0;
   const int local_rows = o.global_batch / data_degree;
   const double tokens_per_step = static_cast<double>(o.global_batch) * o.model.seq_len;
   if (leader) {
@@ -340,37 +298,27 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     }
   };
 
-  // Universal sharded checkpoints: resume from the newest complete one, if any.
-  const ShardedCheckpointContext sharded{o.checkpoint_dir, config, o.placement, data_degree, d};
-  float last_val = NAN;
-  int64_t step = 0;
-  uint64_t data_seed = o.seed;
-  int64_t saved_step = -1;  // the step of the sharded checkpoint on disk that this run has
-  if (!o.checkpoint_dir.empty()) {
-    std::string path;
-    std::optional<CheckpointRun> resumed;
-    try {
-      resumed = load_newest_sharded_checkpoint(sharded, o.global_batch, model, *state, world,
-                                               &path);
-    } catch (const CheckpointError& e) {
-      throw UsageError(e.what());  // a damaged or mismatched checkpoint is bad input (exit 2)
-    }
-    if (resumed) {
-      step = saved_step = resumed->next_step;
-      last_val = resumed->last_val_loss;
-      data_seed = resumed->seed;
-      if (leader) {
-        std::printf("plexus-train: resumed from %s: next step %lld%s\n", path.c_str(),
-                    static_cast<long long>(step + 1),
-                    data_seed != o.seed ? " (data order from the checkpoint's --seed)" : "");
-        std::fflush(stdout);
-      }
-    } else if (leader) {
-      std::printf("plexus-train: no checkpoint in %s: starting fresh\n",
-                  o.checkpoint_dir.c_str());
-      std::fflush(stdout);
-    }
+  // Universal sharded checkpoints: lock the folder, resume from the newest complete one, if
+  // any, and settle the learning-rate schedule.
+  set_setup_stage("reading the checkpoint");
+  const uint64_t job =  // drawn by rank 0, shared: it names the job's temporary folders
+      o.checkpoint_dir.empty() ? 0
+                               : world.broadcast(world.rank() == 0 ? random_job_number() : 0,
+                                                 "job id");
+  const ShardedCheckpointContext sharded{o.checkpoint_dir, config, o.placement, data_degree, d,
+                                         job_id(job)};
+  ResumeState resume;
+  try {
+    resume = resume_training(o, sharded, model, *state, world);
+  } catch (const CheckpointError& e) {
+    throw UsageError(e.what());  // a damaged or mismatched checkpoint is bad input (exit 2)
   }
+  float last_val = resume.run ? resume.run->last_val_loss : NAN;
+  int64_t step = resume.run ? resume.run->next_step : 0;
+  const uint64_t data_seed = resume.run ? resume.run->seed : o.seed;
+  // The step of the sharded checkpoint on disk that this run has (-1: none).
+  int64_t saved_step = resume.run ? resume.run->next_step : -1;
+  const LrSchedule& schedule = resume.schedule;
   // Fresh: truncated. Resumed: the earlier runs' lines up to the checkpoint's step kept.
   std::unique_ptr<std::ofstream> metrics;
   if (leader && !o.metrics_path.empty()) {
@@ -381,8 +329,8 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   auto save_sharded = [&](int64_t next_step) {
     if (o.checkpoint_dir.empty() || next_step == saved_step) return;
     const std::string path = save_sharded_checkpoint(
-        sharded, CheckpointRun{next_step, data_seed, o.global_batch, last_val}, model, *state,
-        world);
+        sharded, CheckpointRun{next_step, data_seed, o.global_batch, last_val, schedule}, model,
+        *state, world);
     saved_step = next_step;
     if (leader) {
       std::printf("plexus-train: saved sharded checkpoint %s\n", path.c_str());
@@ -393,6 +341,8 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   AdamWConfig adam;
   adam.weight_decay = o.weight_decay;
   std::vector<int32_t> tokens, targets;
+  setup_stop.reset();  // from here on a signal stops after the step, which saves
+  set_setup_stage("training");
   const auto start = std::chrono::steady_clock::now();
   for (; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -411,7 +361,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     const double sum_squares = state->grad_sum_squares();
     const float grad_norm = static_cast<float>(std::sqrt(sum_squares));
     state->scale_grads(clip_coefficient(sum_squares, o.grad_clip));
-    adam.lr = learning_rate(o, step);
+    adam.lr = learning_rate(schedule, step);
     state->step(step + 1, adam);
     const float loss = static_cast<float>(
         replica_mean(world, model, model.mean_loss(), data_degree, "training loss"));
@@ -458,6 +408,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
       break;
     }
   }
+  set_setup_stage("saving the checkpoints and outputs");
   save_sharded(step);
   if (!o.checkpoint_path.empty()) {
     save(o.checkpoint_path, true, step, last_val);
@@ -508,6 +459,17 @@ int run_training(const TrainOptions& options) {
     std::fflush(stdout);
     const bool groups_ok = groups == nullptr || groups->finish();
     return world.finish() && groups_ok ? code : 1;
+  } catch (const std::bad_alloc&) {
+    // What the size checks (size_limits.h) could not foresee: named, with the sizes behind it.
+    code = 1;
+    const ModelOptions& m = options.model;
+    std::fprintf(stderr,
+                 "plexus-train: rank %d: out of memory while %s (std::bad_alloc): --n-layer %d "
+                 "--n-embd %d --n-head %d --seq-len %d, --batch-size %d --microbatches %d over "
+                 "%d ranks, %d on this host; lower them, or spread the model over more ranks "
+                 "(P, T, +zero3)\n",
+                 world.rank(), setup_stage(), m.n_layer, m.n_embd, m.n_head, m.seq_len,
+                 options.global_batch, options.microbatches, world.size(), world.local_size());
   } catch (const std::exception& e) {
     code = is_bad_input(e) ? 2 : 1;
     std::fprintf(stderr, "plexus-train: rank %d: %s\n", world.rank(), e.what());

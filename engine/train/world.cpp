@@ -65,6 +65,19 @@ bool World::any(bool flag, const char* what) {
   return v > 0.0f;
 }
 
+std::vector<int64_t> World::allgather(int64_t value, const char* what) {
+  std::vector<int64_t> all(static_cast<size_t>(size_));
+  check(plx_allgather(&value, all.data(), 1, PLX_INT64, comm_, nullptr),
+        std::string("gathering the ") + what);
+  return all;
+}
+
+uint64_t World::broadcast(uint64_t value, const char* what) {
+  check(plx_broadcast(&value, &value, 1, PLX_UINT64, 0, comm_, nullptr),
+        std::string("broadcasting the ") + what);
+  return value;
+}
+
 bool World::finish() {
   if (comm_ == nullptr) return true;
   plx_result_t r = plx_comm_destroy(comm_);

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "plexus/plexus.h"
 
@@ -47,6 +49,10 @@ class World {
   void broadcast(float* data, size_t count, const char* what);
   // True on every rank if `flag` is true on any rank.
   bool any(bool flag, const char* what);
+  // Every rank's `value`, indexed by rank, on every rank.
+  std::vector<int64_t> allgather(int64_t value, const char* what);
+  // Rank 0's `value` on every rank.
+  uint64_t broadcast(uint64_t value, const char* what);
 
   // Clean shutdown (plx_comm_destroy); false (message printed) if a peer was lost.
   bool finish();

@@ -37,6 +37,7 @@
 
 #include "engine/train/checkpoint.h"
 #include "engine/train/sharded_checkpoint.h"
+#include "tests/e2e/folder_snapshot.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -128,37 +129,11 @@ std::string read_text(const std::string& file) {
   return text.str();
 }
 
-// The names in a folder, sorted.
-std::vector<std::string> listing(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // argv run as user nobody when the test runs as root (root ignores permissions).
 std::vector<std::string> unprivileged(std::vector<std::string> argv) {
   if (geteuid() != 0) return argv;
   argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
   return argv;
-}
-
-uint64_t hash_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : ss.str()) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-// Every path under dir with its content's hash (folders: 0).
-std::map<std::string, uint64_t> snapshot(const fs::path& dir) {
-  std::map<std::string, uint64_t> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    out[e.path().string()] = e.is_regular_file() ? hash_file(e.path()) : 0;
-  }
-  return out;
 }
 
 // A checkpoint folder holding only a copy of `step_dir`.
@@ -307,9 +282,10 @@ TEST_F(Resume, BadFoldersAreRefusedBeforeTraining) {
   EXPECT_EQ(listing(ckpt), std::vector<std::string>{"step-00000002"}) << "it saved";
 }
 
-// What a crash left (step-2.tmp with rank files of a 2-rank run, step-4 without its manifest)
-// is replaced by this run's saves of those steps, which complete with this run's files only.
-TEST_F(Resume, LeftoversOfInterruptedSavesAreReplaced) {
+// What a crash left: step-2.tmp with rank files of a 2-rank run (another job's temporary
+// folder: never removed, reported at start) and step-4 without its manifest (damage in the way
+// of the final rename: replaced). This run's saves of those steps complete with its files only.
+TEST_F(Resume, LeftoversOfInterruptedSavesNeverEnterACheckpoint) {
   const std::string ckpt = path("leftover_ckpt");
   fs::create_directories(ckpt + "/step-00000002.tmp");
   fs::create_directories(ckpt + "/step-00000004");
@@ -320,7 +296,14 @@ TEST_F(Resume, LeftoversOfInterruptedSavesAreReplaced) {
   const ProcessResult r =
       train(1, small_model(), {"--steps", "4", "--save-every", "2", "--checkpoint-dir", ckpt});
   EXPECT_THAT(r.out, HasSubstr("plexus-train: no checkpoint in " + ckpt + ": starting fresh"));
-  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"step-00000002", "step-00000004"}));
+  EXPECT_THAT(r.out, HasSubstr("plexus-train: " + ckpt + " holds saves that other jobs did not "
+                               "finish: step-00000002.tmp (never loaded; remove them to free "
+                               "their space)"));
+  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"step-00000002", "step-00000002.tmp",
+                                                     "step-00000004"}));
+  EXPECT_EQ(listing(ckpt + "/step-00000002.tmp"),
+            (std::vector<std::string>{"rank-0.bin", "rank-1.bin"}))
+      << "another job's temporary folder was changed";
   for (int step : {2, 4}) {
     const std::string saved = engine::checkpoint_path(ckpt, step);
     EXPECT_EQ(listing(saved), (std::vector<std::string>{"manifest.json", "rank-0.bin"})) << saved;
@@ -354,7 +337,9 @@ TEST_F(Resume, CheckpointReshapesAndDamageIsRefused) {
     const std::string into = path("load_" + l.name);
     copy_checkpoint(step10, into);
     std::vector<std::string> args = l.args;
-    args.insert(args.end(), {"--steps", "11", "--checkpoint-dir", into, "--metrics-file",
+    // Step 11 of the 20-step run: the checkpoint's schedule continues (--steps only stops it).
+    args.insert(args.end(), {"--steps", "11", "--lr-schedule-on-resume", "checkpoint",
+                             "--checkpoint-dir", into, "--metrics-file",
                              path("load_" + l.name + ".jsonl")});
     train(l.ranks, small_model(), args);
     const std::map<int, double> got = losses(path("load_" + l.name + ".jsonl"));

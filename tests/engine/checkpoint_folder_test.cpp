@@ -3,8 +3,10 @@
 // written is refused before training; a step folder that cannot be looked into is an error
 // naming it, never an "incomplete" one to start afresh over; what an interrupted save left
 // (step-N.tmp with rank files of another world or other values, step-N without a manifest) is
-// replaced by the next save of that step and never ends up in the completed checkpoint; and a
-// manifest's training fields and model are range-checked.
+// replaced by the next save of that step and never ends up in the completed checkpoint; a job
+// only touches its own temporary folders (step-N.tmp-<job>), never another job's; complete
+// checkpoints are listed newest first; and a manifest's training fields (the learning-rate
+// schedule included) and model are range-checked.
 //
 // Permission cases run as user nobody in a child process when the test runs as root (root
 // ignores permissions).
@@ -209,6 +211,85 @@ TEST_F(CheckpointFolder, InterruptedSaveOfTheSameStepIsReplaced) {
   std::ofstream(dir_ + "/step-00000009") << "a file";
   EXPECT_THAT(checkpoint_error([&] { prepare_checkpoint_step(dir_, 9); }),
               HasSubstr("step-00000009' exists and is not a folder"));
+}
+
+// Two jobs' saves of one step (issue 19: both failed in rename and one deleted the other's
+// folder): each writes and completes its own step-N.tmp-<job>; neither removes the other's.
+TEST_F(CheckpointFolder, AJobTouchesOnlyItsOwnTemporaryFolders) {
+  write_ranks(dir_, 5, 2, values(50));  // a job without an id left step-5.tmp
+  prepare_checkpoint_step(dir_, 5, "aaaa");
+  prepare_checkpoint_step(dir_, 5, "bbbb");
+  EXPECT_EQ(listing(dir_), (std::vector<std::string>{"step-00000005.tmp", "step-00000005.tmp-aaaa",
+                                                    "step-00000005.tmp-bbbb"}));
+  const std::vector<float> a = values(1), b = values(2);
+  write_rank_shard(dir_, 5, 0, {{"params", 0, a.size(), a.data()}}, "aaaa");
+  write_rank_shard(dir_, 5, 0, {{"params", 0, b.size(), b.data()}}, "bbbb");
+  prepare_checkpoint_step(dir_, 5, "aaaa");  // job aaaa starts its save of step 5 again
+  EXPECT_TRUE(fs::is_empty(dir_ + "/step-00000005.tmp-aaaa"));
+  EXPECT_EQ(listing(dir_ + "/step-00000005.tmp-bbbb"), std::vector<std::string>{"rank-0.bin"})
+      << "job aaaa removed job bbbb's rank file";
+  EXPECT_EQ(finalize_checkpoint(dir_, 5, 1, tiny_config(), "D", training(5), "bbbb"),
+            dir_ + "/step-00000005");
+  EXPECT_EQ(read_back(dir_ + "/step-00000005"), b);
+  // Job aaaa's save of the same step is refused (complete), its folder left as it is.
+  EXPECT_THAT(checkpoint_error([&] { prepare_checkpoint_step(dir_, 5, "aaaa"); }),
+              HasSubstr("step-00000005' is already complete"));
+  EXPECT_EQ(leftover_saves(dir_, "aaaa"),
+            (std::vector<std::string>{"step-00000005.tmp"}));
+  EXPECT_EQ(leftover_saves(dir_, "cccc"),
+            (std::vector<std::string>{"step-00000005.tmp", "step-00000005.tmp-aaaa"}));
+  EXPECT_EQ(checkpoint_tmp_path(dir_, 5, ""), dir_ + "/step-00000005.tmp");
+}
+
+TEST_F(CheckpointFolder, CompleteCheckpointsAreListedNewestFirst) {
+  EXPECT_TRUE(complete_checkpoints(dir_).empty()) << "a missing folder holds none";
+  for (int64_t step : {3, 12, 7}) {
+    write_ranks(dir_, step, 1, values(0));
+    finalize_checkpoint(dir_, step, 1, tiny_config(), "D", training(step));
+  }
+  write_ranks(dir_, 20, 1, values(0));  // incomplete: step-20.tmp
+  fs::create_directories(dir_ + "/step-00000030");  // no manifest
+  const std::vector<CompleteCheckpoint> all = complete_checkpoints(dir_);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].step, 12);
+  EXPECT_EQ(all[0].path, dir_ + "/step-00000012");
+  EXPECT_EQ(all[1].step, 7);
+  EXPECT_EQ(all[2].step, 3);
+}
+
+TEST(CheckpointTrainingState, TheLearningRateScheduleIsReadAndRangeChecked) {
+  nlohmann::json t = {{"step", 4}, {"seed", 1}, {"global_batch", 8}, {"val_loss", nullptr}};
+  EXPECT_FALSE(training_state("P", t, 4).schedule.has_value()) << "an earlier plexus-train's";
+  t["lr_schedule"] = {{"lr", 3e-3f}, {"min_lr_ratio", 0.1f}, {"warmup_steps", 5},
+                      {"decay_steps", 20}};
+  const std::optional<LrSchedule> s = training_state("P", t, 4).schedule;
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(*s, (LrSchedule{3e-3f, 0.1f, 5, 20})) << "floats round-trip exactly";
+  struct Forged {
+    const char* field;
+    nlohmann::json value;
+    std::string message;
+  };
+  const Forged cases[] = {
+      {"lr", 0, "training.lr_schedule.lr is 0; valid: a finite number > 0"},
+      {"lr", 1e300, "training.lr_schedule.lr is 1e+300; valid: a finite number > 0"},
+      {"lr", "fast", "training.lr_schedule.lr is \"fast\"; valid: a finite number > 0"},
+      {"min_lr_ratio", -1, "training.lr_schedule.min_lr_ratio is -1; valid: a finite number >= 0"},
+      {"warmup_steps", -3, "training.lr_schedule.warmup_steps is -3; valid: an integer >= 0"},
+      {"decay_steps", 0, "training.lr_schedule.decay_steps is 0; valid: an integer >= 1"},
+      {"decay_steps", 18446744073709551615ull,
+       "training.lr_schedule.decay_steps is 18446744073709551615; valid: an integer >= 1"},
+      {"decay_steps", nullptr, "training.lr_schedule.decay_steps is null; valid: an integer >= 1"},
+  };
+  for (const Forged& f : cases) {
+    nlohmann::json forged = t;
+    forged["lr_schedule"][f.field] = f.value;
+    EXPECT_EQ(checkpoint_error([&] { training_state("P", forged, 4); }),
+              "checkpoint P: manifest's " + f.message);
+  }
+  t["lr_schedule"] = 7;
+  EXPECT_THAT(checkpoint_error([&] { training_state("P", t, 4); }),
+              HasSubstr("manifest's training.lr_schedule is 7; valid: an object"));
 }
 
 TEST(CheckpointTrainingState, ValidFieldsAreRead) {

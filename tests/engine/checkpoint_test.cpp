@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/crafted_checkpoint.h"
+
 namespace plexus::engine {
 namespace {
 
@@ -121,6 +123,50 @@ TEST_F(CheckpointTest, NonRegularTargetsAreRefused) {
   EXPECT_EQ(std::filesystem::symlink_status(fifo).type(), std::filesystem::file_type::fifo);
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_THROW(load_checkpoint("/dev/zero"), CheckpointError);
+}
+
+// Crafted headers that pass the checksum are refused naming the file, the field and its value;
+// nothing but CheckpointError leaves load_checkpoint (no nlohmann exception, no bad_alloc).
+TEST_F(CheckpointTest, CraftedHeadersAreRefusedNamingTheFieldAndValue) {
+  const std::string file = (dir_ / "crafted.ckpt").string();
+  struct Crafted {
+    std::string header;
+    size_t floats;
+    std::string message;
+  };
+  const Crafted cases[] = {
+      {"[1,2]", 0, "header field (header) is [1,2]; valid: a JSON object"},
+      {"{}", 0, "header field sections is null; valid: an array of {name, count}"},
+      {R"({"sections": {"name": "params"}})", 0, "header field sections is {\"name\":"},
+      {R"({"sections": [7]})", 0, "header field sections[0] is 7; valid: an object with a string "
+                                  "name and a count"},
+      {R"({"sections": [{"name": 3, "count": 1}]})", 1, "header field sections[0] is"},
+      {R"({"sections": [{"name": "params", "count": "2"}]})", 2,
+       "header field sections[0].count is \"2\"; valid: an integer >= 0"},
+      {R"({"sections": [{"name": "params", "count": -1}]})", 0,
+       "header field sections[0].count is -1; valid: an integer >= 0"},
+      {R"({"sections": [{"name": "params", "count": 1.5}]})", 1,
+       "header field sections[0].count is 1.5; valid: an integer >= 0"},
+      {R"({"sections": [{"name": "params", "count": 4611686018427387904}]})", 2,
+       "is corrupt or incomplete: section 'params' (sections[0].count 4611686018427387904 "
+       "floats) past the end of the file (2 floats left)"},
+      {R"({"sections": [{"name": "params", "count": 1}]})", 2,
+       "is corrupt or incomplete: trailing bytes after the last section"},
+  };
+  for (const Crafted& c : cases) {
+    SCOPED_TRACE(c.header);
+    test::write_crafted_checkpoint(file, c.header, c.floats);
+    try {
+      load_checkpoint(file);
+      ADD_FAILURE() << "a crafted header loaded";
+    } catch (const CheckpointError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("checkpoint '" + file + "'"));
+      EXPECT_THAT(e.what(), HasSubstr(c.message));
+    }
+  }
+  test::write_crafted_checkpoint(file, R"({"sections": [{"name": "params", "count": 2}]})", 2);
+  const Checkpoint ok = load_checkpoint(file);
+  EXPECT_EQ(*ok.find("params"), (std::vector<float>{0.0f, 0.0f}));
 }
 
 TEST_F(CheckpointTest, MissingFileNamesPath) {

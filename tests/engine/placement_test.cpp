@@ -199,6 +199,71 @@ TEST(LayerPartition, ChunksAreContiguousAndNonEmpty) {
   }
 }
 
+// The cut by exhaustive dynamic programming (O(K*N^2), the partition's earlier code): the
+// smallest largest cost, then under it the smallest sum of squared costs, ties to the cut whose
+// last chunk is smallest (then the one before, ...).
+std::vector<std::vector<int>> reference_cut(int N, int K) {
+  const long long none = 1LL << 60;
+  auto cost = [&](int k, int blocks) { return blocks + (k == 0) + (k == K - 1); };
+  std::vector<std::vector<long long>> worst(K + 1, std::vector<long long>(N + 1, none));
+  worst[0][0] = 0;
+  for (int k = 1; k <= K; ++k) {
+    for (int i = k; i <= N - (K - k); ++i) {
+      for (int j = k - 1; j < i; ++j) {
+        if (worst[k - 1][j] == none) continue;
+        worst[k][i] = std::min(worst[k][i], std::max<long long>(worst[k - 1][j], cost(k - 1, i - j)));
+      }
+    }
+  }
+  std::vector<std::vector<long long>> squares(K + 1, std::vector<long long>(N + 1, none));
+  std::vector<std::vector<int>> from(K + 1, std::vector<int>(N + 1, -1));
+  squares[0][0] = 0;
+  for (int k = 1; k <= K; ++k) {
+    for (int i = k; i <= N - (K - k); ++i) {
+      for (int j = i - 1; j >= k - 1; --j) {
+        const long long c = cost(k - 1, i - j);
+        if (squares[k - 1][j] == none || c > worst[K][N]) continue;
+        if (squares[k - 1][j] + c * c < squares[k][i]) {
+          squares[k][i] = squares[k - 1][j] + c * c;
+          from[k][i] = j;
+        }
+      }
+    }
+  }
+  std::vector<std::vector<int>> out(K);
+  for (int k = K, i = N; k >= 1; i = from[k][i], --k) {
+    out[k - 1] = {from[k][i], i, k == 1 ? 1 : 0, k == K ? 1 : 0};
+  }
+  return out;
+}
+
+TEST(LayerPartition, ClosedFormEqualsTheExhaustiveSearch) {
+  for (int blocks = 1; blocks <= 40; ++blocks) {
+    for (int chunks = 1; chunks <= blocks; ++chunks) {
+      EXPECT_EQ(cut(blocks, chunks), reference_cut(blocks, chunks))
+          << blocks << " blocks on " << chunks << " chunks";
+    }
+  }
+}
+
+// The issue-19 case: a million blocks (O(K*N^2) took 20 minutes) are cut at once, evenly.
+TEST(LayerPartition, AMillionBlocksAreCutEvenly) {
+  // Costs 1000002 over 8 chunks: 125001 x 2 (the first two), 125000 x 6.
+  EXPECT_EQ(cut(1000000, 8),
+            (std::vector<std::vector<int>>{{0, 125000, 1, 0},
+                                           {125000, 250001, 0, 0},
+                                           {250001, 375001, 0, 0},
+                                           {375001, 500001, 0, 0},
+                                           {500001, 625001, 0, 0},
+                                           {625001, 750001, 0, 0},
+                                           {750001, 875001, 0, 0},
+                                           {875001, 1000000, 0, 1}}));
+  const std::vector<ChunkLayers> many = partition_layers(1000000, 1000000);
+  ASSERT_EQ(many.size(), 1000000u);
+  EXPECT_EQ(many[0].last_block, 1);
+  EXPECT_EQ(many[999999].first_block, 999999);
+}
+
 TEST(LayerPartition, FewerLayersThanStagesNamesBothNumbers) {
   try {
     partition_layers(3, 4);

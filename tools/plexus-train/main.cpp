@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
   app.add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
   app.add_option("--lr", t.lr, "peak learning rate (AdamW)")->capture_default_str();
   app.add_option("--warmup-steps", t.warmup_steps, "linear warm-up steps")->capture_default_str();
+  app.add_option("--lr-schedule-on-resume", t.lr_schedule_on_resume,
+                 "resuming with another --steps, --lr or --warmup-steps than the checkpoint's "
+                 "schedule: check (refuse), checkpoint (continue its schedule) or override "
+                 "(switch to this run's)")
+      ->capture_default_str();
   app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay")
       ->capture_default_str();
   app.add_option("--grad-clip", t.grad_clip, "global gradient-norm clip (0: off)")

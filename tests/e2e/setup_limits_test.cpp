@@ -1,0 +1,153 @@
+// End-to-end: plexus-train's set-up cannot run away (issue 19). Real plexus-train processes,
+// under the real plexus-run where ranks matter:
+//  (a) oversized options (--n-layer 1000000 at width 1024, a batch past the layers' row count,
+//      a dimension out of range) are refused at once on every rank with exit 2, naming the
+//      options and the sizes; never a std::bad_alloc, never a partition that runs for minutes
+//      (a bound of 60 s on each, the time printed);
+//  (b) crafted single-file checkpoints given to --sample are refused with exit 2 naming the
+//      file, the field and the value, never a raw JSON exception or a bad_alloc;
+//  (c) a SIGTERM while a million-layer model is being built ends the job within a bound (20 s
+//      asserted; the process exits at once, the time printed), every rank naming the stage.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/synthetic_corpus.h"
+#include "tests/support/crafted_checkpoint.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace plexus::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class SetupLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    write_synthetic_corpus(data_);
+  }
+
+  std::vector<std::string> command(int ranks, const std::vector<std::string>& extra) const {
+    std::vector<std::string> args;
+    if (ranks > 1) args = {PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--"};
+    for (const std::string a : {PLEXUS_TRAIN_PATH, "--data", data_.c_str(), "--checkpoint", ""}) {
+      args.push_back(a);
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // Runs and expects exit 2 with no bare allocation or JSON failure; prints the time taken.
+  ProcessResult refused(const std::vector<std::string>& argv, const char* what) const {
+    const auto start = std::chrono::steady_clock::now();
+    ProcessResult r = run_process(argv, 60);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("setup_limits_test: %s refused in %.2f s\n", what, s);
+    EXPECT_FALSE(r.timed_out) << what << ": still running after 60 s\n" << r.out << r.err;
+    EXPECT_EQ(r.exit_code, 2) << what << "\n" << r.out << r.err;
+    EXPECT_THAT(r.err, Not(HasSubstr("bad_alloc")));
+    EXPECT_THAT(r.err, Not(HasSubstr("json.exception")));
+    EXPECT_THAT(r.out, Not(HasSubstr("step     1/")));
+    return r;
+  }
+
+  TempDir tmp_{"plexus-setup-limits"};
+  std::string data_ = tmp_.path() + "/corpus.txt";
+};
+
+TEST_F(SetupLimits, OversizedOptionsAreRefusedAtOnceNamingThem) {
+  ProcessResult r = refused(command(2, {"--n-layer", "1000000", "--n-embd", "1024",
+                                        "--n-head", "8"}),
+                            "--n-layer 1000000 --n-embd 1024 on 2 ranks");
+  for (const char* rank : {"0", "1"}) {
+    EXPECT_THAT(r.err, HasSubstr(std::string("plexus-train: rank ") + rank +
+                                 ": --n-layer 1000000 --n-embd 1024: the model's "));
+  }
+  // 1000000 x (12 x 1024^2 + 13 x 1024) + (256 + 64) x 1024 + 2048 parameters x 16 bytes.
+  EXPECT_THAT(r.err, HasSubstr("the model's 12596.2 billion parameters take 183.30 TiB with "
+                               "their gradients and AdamW's two moments (16 bytes each), 91.65 "
+                               "TiB per rank even spread over all 2 ranks; this host's 2 ranks "
+                               "need at least 183.30 TiB, more than its "));
+
+  r = refused(command(1, {"--batch-size", "100000000"}), "--batch-size 100000000");
+  EXPECT_THAT(r.err, HasSubstr("plexus-train: rank 0: --batch-size 100000000 --microbatches 1 "
+                               "--seq-len 64: a microbatch of 100000000 rows x 64 tokens = "
+                               "6400000000 tokens per rank, more than the layers' 2147483647"));
+
+  r = refused(command(1, {"--batch-size", "4000000", "--seq-len", "512"}),
+              "--batch-size 4000000 --seq-len 512");
+  EXPECT_THAT(r.err, HasSubstr("plexus-train: rank 0: --batch-size 4000000 --microbatches 1 "
+                               "--seq-len 512: a microbatch's activations through one block "
+                               "(residual stream and attention scores) take "));
+
+  r = refused(command(1, {"--n-layer", "2000000"}), "--n-layer 2000000");
+  EXPECT_THAT(r.err, HasSubstr("plexus-train: rank 0: --n-layer 2000000 not in 1..1048576"));
+}
+
+TEST_F(SetupLimits, CraftedSingleFileCheckpointsAreRefusedNamingTheField) {
+  const std::string file = tmp_.path() + "/crafted.ckpt";
+  const std::string sections = R"("sections": [{"name": "params", "count": 10}])";
+  struct Crafted {
+    std::string header;
+    std::string message;
+  };
+  const Crafted cases[] = {
+      {"{" + sections + "}", "header field model is null; valid: an object of the model's sizes"},
+      {R"({"model": {"vocab_size": 256, "max_seq_len": 8, "n_layer": 1000000000, "n_head": 1,
+          "n_embd": 1024}, )" + sections + "}",
+       "header field model.n_layer is 1000000000; valid: an integer in 1..1048576"},
+      {R"({"model": {"vocab_size": 256, "max_seq_len": 8, "n_layer": "4", "n_head": 1,
+          "n_embd": 8}, )" + sections + "}",
+       "header field model.n_layer is \"4\"; valid: an integer in 1..1048576"},
+      {R"({"model": {"vocab_size": 256, "max_seq_len": 8, "n_layer": 4, "n_head": 3,
+          "n_embd": 8}, )" + sections + "}",
+       "header's model is invalid: GptConfig: n_embd 8 is not a multiple of n_head 3"},
+      // The largest model in range: its parameter count is compared before any allocation.
+      {R"({"model": {"vocab_size": 1048576, "max_seq_len": 1048576, "n_layer": 1048576,
+          "n_head": 1, "n_embd": 1048576}, )" + sections + "}",
+       "has 10 parameters in its params section; its header's model (n_layer 1048576, n_embd "
+       "1048576, vocab_size 1048576, max_seq_len 1048576) has "},
+      {R"({"model": 5, "sections": [{"name": "params", "count": "10"}]})",
+       "header field sections[0].count is \"10\"; valid: an integer >= 0"},
+  };
+  for (const Crafted& c : cases) {
+    SCOPED_TRACE(c.header);
+    write_crafted_checkpoint(file, c.header, 10);
+    const ProcessResult r = refused(
+        {PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", file, "--tokens", "4"}, "crafted header");
+    EXPECT_THAT(r.err, HasSubstr("checkpoint '" + file + "'"));
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+}
+
+// The issue-19 case under a launcher: SIGTERM while a million blocks are being built.
+TEST_F(SetupLimits, SigtermDuringAMillionLayerSetUpEndsTheJob) {
+  Subprocess job(command(2, {"--n-layer", "1000000", "--n-embd", "1", "--n-head", "1",
+                             "--seq-len", "8", "--batch-size", "2", "--steps", "1"}));
+  ASSERT_TRUE(job.wait_for_stdout("plexus-train: building the model: 1000000 blocks", 1, 120))
+      << job.output_so_far();
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(job.pid(), SIGTERM), 0);
+  const ProcessResult r = job.wait(60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  std::printf("setup_limits_test: the job ended %.2f s after SIGTERM\n", s);
+  RecordProperty("seconds_after_sigterm", std::to_string(s));
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_LT(s, 20.0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("plexus-train: rank 0: stopped by SIGTERM during set-up ("));
+  EXPECT_THAT(r.err, HasSubstr("): nothing was trained or saved"));
+  EXPECT_THAT(r.out, Not(HasSubstr("step     1/1")));
+}
+
+}  // namespace
+}  // namespace plexus::test
