@@ -220,7 +220,10 @@ struct RendezvousClient::Impl {
 
   plx_result_t read_timeout() {
     return set_error(PLX_ERROR_TIMEOUT,
-                     fmt::format("{}: not every rank joined within PLEXUS_TIMEOUT_MS={} ms",
+                     fmt::format("{}: not every rank joined within PLEXUS_TIMEOUT_MS={} ms, and "
+                                 "the rendezvous root did not say which ranks are missing, as it "
+                                 "does when it can: the process running it (rank 0's, or the "
+                                 "caller of plx_get_unique_id) is stopped or stuck",
                                  prefix(), timeout_ms));
   }
 

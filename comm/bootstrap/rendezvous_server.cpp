@@ -93,6 +93,9 @@ struct RendezvousServer::Impl {
   std::vector<bool> lost;
   std::map<uint32_t, std::vector<std::optional<Bytes>>> rounds;
   std::map<uint32_t, int> round_counts;
+  // One timer per open round, from its first contribution: ranks that joined but never
+  // contribute (stopped, stuck) fail the round naming them.
+  std::map<uint32_t, std::unique_ptr<asio::steady_timer>> round_timers;
 
   std::string where() const { return fmt::format("rendezvous at {}:{}", host, port); }
 
@@ -315,7 +318,11 @@ struct RendezvousServer::Impl {
     slots.resize(nranks);
     if (slots[rank]) return;  // a repeat: ignore
     slots[rank] = std::move(data);
-    if (++round_counts[round] < nranks) return;
+    if (++round_counts[round] < nranks) {
+      if (round_counts[round] == 1) start_round_timer(round);
+      return;
+    }
+    round_timers.erase(round);
     WireWriter out;
     out.u32(round).u32(static_cast<uint32_t>(nranks));
     for (const auto& slot : slots) out.bytes(*slot);
@@ -324,6 +331,25 @@ struct RendezvousServer::Impl {
     if (round == kLastSetupRound) setup_done = true;
     rounds.erase(round);
     round_counts.erase(round);
+  }
+
+  void start_round_timer(uint32_t round) {
+    auto timer = std::make_unique<asio::steady_timer>(io);
+    timer->expires_after(std::chrono::milliseconds(timeout_ms));
+    timer->async_wait([this, round](const boost::system::error_code& ec) {
+      if (ec || failed || !rounds.count(round)) return;
+      std::string missing;
+      const auto& slots = rounds[round];
+      for (int r = 0; r < nranks; ++r) {
+        if (r < static_cast<int>(slots.size()) && slots[r]) continue;
+        missing += missing.empty() ? std::to_string(r) : ", " + std::to_string(r);
+      }
+      fail_all(PLX_ERROR_TIMEOUT,
+               fmt::format("{}: setup round {}: ranks {} joined but did not arrive within "
+                           "PLEXUS_TIMEOUT_MS={} ms (stopped or stuck?)",
+                           where(), round, missing, timeout_ms));
+    });
+    round_timers[round] = std::move(timer);
   }
 
   void on_goodbye(const ConnectionPtr& conn) {
@@ -459,6 +485,7 @@ struct RendezvousServer::Impl {
   void close_everything() {
     close_listener();
     join_timer.cancel();
+    round_timers.clear();
     accept_retry.cancel();
     for (const auto& conn : connections) close(conn);
     const std::deque<ConnectionPtr> waiting = unadmitted;
