@@ -221,12 +221,15 @@ def train(bin_dir, rng, tmp, sig):
     resumed = int(newest.split("-")[1].split(".")[0])
     rerun = Job(train_args(bin_dir, n, corpus, ckpt_dir, steps)[:-2] + ["--save-every", "0"],
                 env, tmp)
-    # The same --steps, so the schedule is unchanged; stop soon after the resume.
-    time.sleep(0)
+    # The same --steps, so the schedule is unchanged; stopped once it has trained a step.
     try:
+        # Resumed, and trained a step since (a SIGTERM during set-up ends a rank at once).
+        step_line = re.compile(r"\bstep +\d+/\d+ \|")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and rerun.proc.poll() is None:
-            if "resum" in rerun.text().lower() and "step" in rerun.text():
+            text = rerun.text()
+            at = text.find("resumed from")
+            if at >= 0 and step_line.search(text, at):
                 break
             time.sleep(0.05)
         text = rerun.text().lower()
@@ -248,9 +251,11 @@ def train(bin_dir, rng, tmp, sig):
 def rendezvous_junk(bin_dir, rng, tmp):
     n = rng.choice([2, 3])
     port = free_port()
-    args = [f"{bin_dir}/plexus-run", "-n", str(n), "--master-port", str(port), "--",
-            f"{bin_dir}/plexus-bench", "allreduce", "-b", "1K", "-e", "64K", "-f", "4", "-n",
-            "5", "-w", "1"]
+    # The listener stays open until every rank has joined: the last rank starts a second late,
+    # so the junk meets the server while it admits the job.
+    bench = (f"{bin_dir}/plexus-bench allreduce -b 1K -e 64K -f 4 -n 5 -w 1")
+    args = [f"{bin_dir}/plexus-run", "-n", str(n), "--master-port", str(port), "--", "sh", "-c",
+            f'if [ "$PLEXUS_RANK" = {n - 1} ]; then sleep 1; fi; exec {bench}']
     stop = threading.Event()
     held = []
     sent = [0]
@@ -297,6 +302,8 @@ def rendezvous_junk(bin_dir, rng, tmp):
     if code != 0:
         raise Failure(f"the job failed under {sent[0]} junk connections (exit {code})\n" +
                       job.tail())
+    if sent[0] < 10:
+        raise Failure(f"only {sent[0]} junk connections reached the rendezvous\n" + job.tail())
     return f"n={n}: finished in {took:.1f} s beside {sent[0]} junk connections"
 
 
