@@ -126,7 +126,8 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
              std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
-      if (comm->async->error() != PLX_SUCCESS && failure != comm->async->error()) {
+      if (maybe_a_peer && comm->async->error() != PLX_SUCCESS &&
+          failure != comm->async->error()) {
         why = fmt::format("rank {}: {} ({})", setup.rank, comm->async->message(), why);
         failure = comm->async->error();
       } else {
