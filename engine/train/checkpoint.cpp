@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 
 #include "topology/output_path.h"
 
@@ -117,10 +118,23 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(os_error("open", path));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto corrupt = [&](const std::string& why) {
     return CheckpointError("checkpoint '" + path + "' is corrupt or incomplete: " + why);
   };
+  // The whole file at once, its size known first: one allocation, refused by name if too big.
+  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
+  if (ec) throw CheckpointError("checkpoint '" + path + "': size: " + ec.message());
+  std::vector<char> bytes;
+  try {
+    bytes.resize(static_cast<size_t>(file_bytes));
+  } catch (const std::bad_alloc&) {
+    throw CheckpointError("checkpoint '" + path + "': its " + std::to_string(file_bytes) +
+                          " bytes do not fit in this process's memory");
+  }
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())) ||
+      in.peek() != std::ifstream::traits_type::eof()) {
+    throw corrupt("it changed size while being read");
+  }
   if (bytes.size() < sizeof(kMagic) + 16 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     throw corrupt("no PLXCKPT1 magic");
   }
@@ -138,18 +152,45 @@ Checkpoint load_checkpoint(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(std::string("header is not JSON: ") + e.what());
   }
+  // The checksum holds, so anything wrong below was written so (crafted): named field by field.
+  auto bad_field = [&](const std::string& field, const nlohmann::json& value,
+                       const std::string& valid) {
+    std::string text = value.dump();
+    if (text.size() > 80) text = text.substr(0, 80) + "...";
+    return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
+                           "; valid: " + valid);
+  };
+  if (!ck.header.is_object()) throw bad_field("(header)", ck.header, "a JSON object");
+  const nlohmann::json sections =
+      ck.header.contains("sections") ? ck.header.at("sections") : nlohmann::json();
+  if (!sections.is_array()) throw bad_field("sections", sections, "an array of {name, count}");
+  const size_t data_bytes = bytes.size() - 8;
   size_t offset = 16 + header_bytes;
-  for (const auto& s : ck.header.at("sections")) {
-    size_t count = s.at("count").get<size_t>();
-    if (count > (bytes.size() - 8 - offset) / sizeof(float)) {
-      throw corrupt("section '" + s.at("name").get<std::string>() + "' past the end of the file");
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const nlohmann::json& s = sections.at(i);
+    const std::string where = "sections[" + std::to_string(i) + "]";
+    if (!s.is_object() || !s.contains("name") || !s.at("name").is_string()) {
+      throw bad_field(where, s, "an object with a string name and a count");
     }
-    CheckpointSection section{s.at("name").get<std::string>(), std::vector<float>(count)};
-    std::memcpy(section.data.data(), bytes.data() + offset, count * sizeof(float));
+    const nlohmann::json& count_json = s.contains("count") ? s.at("count") : nlohmann::json();
+    const std::string name = s.at("name").get<std::string>();
+    const size_t left = (data_bytes - offset) / sizeof(float);
+    if (!count_json.is_number_unsigned() && !(count_json.is_number_integer() &&
+                                               count_json.get<int64_t>() >= 0)) {
+      throw bad_field(where + ".count", count_json, "an integer >= 0");
+    }
+    const uint64_t count = count_json.get<uint64_t>();
+    if (count > left) {
+      throw corrupt("section '" + name + "' (" + where + ".count " + std::to_string(count) +
+                    " floats) past the end of the file (" + std::to_string(left) +
+                    " floats left)");
+    }
+    CheckpointSection section{name, std::vector<float>(count)};
+    if (count > 0) std::memcpy(section.data.data(), bytes.data() + offset, count * sizeof(float));
     offset += count * sizeof(float);
     ck.sections.push_back(std::move(section));
   }
-  if (offset != bytes.size() - 8) throw corrupt("trailing bytes after the last section");
+  if (offset != data_bytes) throw corrupt("trailing bytes after the last section");
   return ck;
 }
 

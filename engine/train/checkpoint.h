@@ -36,7 +36,12 @@ struct Checkpoint {
 // Writes atomically; throws CheckpointError naming the path and the OS error.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
-// Reads and verifies magic, sizes and checksum; throws CheckpointError saying what is wrong.
+// Reads and verifies magic, sizes and checksum, and the header fields it uses: `sections` an
+// array of {name: string, count: integer >= 0} whose floats fill the file exactly. Throws only
+// CheckpointError, naming the path and what is wrong: "is corrupt or incomplete: <why>", or for
+// a header that passes its checksum but was written wrong (crafted) "header field
+// sections[1].count is -5; valid: an integer >= 0". The rest of the header is the caller's to
+// check before use (e.g. the sampler's `model`).
 Checkpoint load_checkpoint(const std::string& path);
 
 }  // namespace plexus::engine
