@@ -4,24 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string>
 
 #include "comm/core/error.h"
+#include "comm/core/trim.h"
 
 namespace plexus::comm {
-namespace {
-
-std::string_view trim(std::string_view text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-}  // namespace
 
 // The largest value PLEXUS_COST_MODEL takes (microseconds or nanoseconds per byte).
 constexpr double kMaxCostValue = 1e6;
