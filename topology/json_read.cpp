@@ -18,6 +18,10 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr uint64_t kMaxHosts = 65536;  // hosts in one cluster document, counts expanded
+// Objects (a host, and each entry of its lists) in one cluster document, counts expanded: 65536
+// hosts of 52 (an 8-GPU p5.48xlarge) fit, and a few kilobytes of "count" can no longer ask for
+// gigabytes (65536 copies of a host of 100 NUMA nodes: 6.5 million objects).
+constexpr uint64_t kMaxObjects = uint64_t{1} << 22;
 
 struct SchemaError {
   std::string path;  // "" for the document itself
@@ -345,6 +349,14 @@ HostTopology read_host(const Json& j, const std::string& path, uint64_t* count) 
   return h;
 }
 
+// The host and each entry of its lists (a GPU's NVLinks and OS devices included).
+uint64_t object_count(const HostTopology& h) {
+  uint64_t n = 1 + h.packages.size() + h.numa_nodes.size() + h.caches.size() +
+               h.pci_devices.size() + h.gpus.size() + h.nics.size();
+  for (const Gpu& g : h.gpus) n += g.nvlinks.size() + g.os_devices.size();
+  return n;
+}
+
 // The format version comes first, so that a newer file says so rather than "unknown key".
 void check_version(const Json& doc) {
   auto it = doc.find("plexus_topology");
@@ -371,11 +383,19 @@ ClusterTopology read_document(const Json& doc) {
   const Json& hosts = get_array(top, "hosts", true);
   if (hosts.empty()) fail("hosts", "expected at least one host, got []");
   std::map<std::string, size_t> entry_of_id;
+  uint64_t objects = 0;
   for (size_t i = 0; i < hosts.size(); ++i) {
     uint64_t count = 1;
     HostTopology host = read_host(hosts[i], item("hosts", i), &count);
     if (cluster.hosts.size() + count > kMaxHosts)
       fail("hosts", "more than " + std::to_string(kMaxHosts) + " hosts in all");
+    objects += count * object_count(host);  // at most 65536 x what a 256 MiB file holds
+    if (objects > kMaxObjects)
+      fail(item("hosts", i), "count " + std::to_string(count) + " x " +
+                                 std::to_string(object_count(host)) +
+                                 " objects (the host and the entries of its lists) makes " +
+                                 std::to_string(objects) + " objects in all, more than " +
+                                 std::to_string(kMaxObjects));
     std::string base = host.host_id;
     for (uint64_t k = 0; k < count; ++k) {
       HostTopology copy = host;

@@ -20,6 +20,7 @@
 
 #include "comm/bootstrap/handshake.h"
 #include "comm/bootstrap/keepalive.h"
+#include "comm/bootstrap/wire_messages.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 
@@ -170,38 +171,36 @@ struct RendezvousClient::Impl {
       return PLX_ERROR_REMOTE;
     }
     if (type == MessageType::Error) return error_from_root(payload);
-    WireReader challenge(payload);
-    const uint32_t version = challenge.u32();
-    const Nonce server_nonce = challenge.fixed<kNonceBytes>();
-    if (type != MessageType::Challenge || !challenge.ok()) {
+    ChallengeMessage challenge;
+    if (type != MessageType::Challenge || !parse_message(payload, &challenge)) {
       return set_error(PLX_ERROR_INVALID_ARGUMENT,
                        fmt::format("{}: the server sent {} instead of a CHALLENGE (not a Plexus "
                                    "rendezvous?)",
                                    prefix(), message_type_name(type)));
     }
-    if (version != kWireVersion) {
+    if (challenge.version != kWireVersion) {
       return set_error(PLX_ERROR_INVALID_ARGUMENT,
                        fmt::format("{}: the server speaks wire version {}, this rank {} (mixed "
                                    "Plexus versions?)",
-                                   prefix(), version, kWireVersion));
+                                   prefix(), challenge.version, kWireVersion));
     }
-    Nonce client_nonce;
-    PLX_CHECK(random_nonce(&client_nonce));
-    WireWriter hello;
-    hello.u32(kWireVersion).i32(rank).i32(nranks).fixed(client_nonce);
-    hello.fixed(handshake_mac(address.key, MacPurpose::Hello, server_nonce, client_nonce, rank,
-                              nranks));
-    PLX_CHECK(write_frame(hello.frame(MessageType::Hello), deadline));
+    const Nonce& server_nonce = challenge.server_nonce;
+    HelloMessage hello{kWireVersion, rank, nranks, {}, {}};
+    PLX_CHECK(random_nonce(&hello.client_nonce));
+    const Nonce& client_nonce = hello.client_nonce;
+    hello.mac = handshake_mac(address.key, MacPurpose::Hello, server_nonce, client_nonce, rank,
+                              nranks);
+    PLX_CHECK(write_frame(to_frame(hello), deadline));
     if (read_frame(&type, &payload, deadline, kMaxErrorBytes) != PLX_SUCCESS) {
       *retry = read_closed;
       return PLX_ERROR_REMOTE;
     }
     if (type == MessageType::Error) return error_from_root(payload);
-    WireReader welcome(payload);
-    const Mac mac = welcome.fixed<kMacBytes>();
+    WelcomeMessage welcome;
     const Mac expected = handshake_mac(address.key, MacPurpose::Welcome, server_nonce,
                                        client_nonce, rank, nranks);
-    if (type != MessageType::Welcome || !welcome.ok() || !macs_equal(mac, expected)) {
+    if (type != MessageType::Welcome || !parse_message(payload, &welcome) ||
+        !macs_equal(welcome.mac, expected)) {
       return set_error(PLX_ERROR_INVALID_ARGUMENT,
                        fmt::format("{}: the server did not prove the job key: it belongs to "
                                    "another job (PLEXUS_JOB_TOKEN or launcher job id differ)",
@@ -211,11 +210,8 @@ struct RendezvousClient::Impl {
   }
 
   plx_result_t error_from_root(const Bytes& payload) {
-    WireReader in(payload);
-    const auto code = static_cast<plx_result_t>(in.u32());
-    const std::string message = in.text();
-    return set_error(code == PLX_SUCCESS || !in.ok() ? PLX_ERROR_INTERNAL : code,
-                     fmt::format("rank {}: {}", rank, message));
+    const ErrorMessage error = reported_error(payload);
+    return set_error(error.code, fmt::format("rank {}: {}", rank, error.message));
   }
 
   plx_result_t read_timeout() {
@@ -248,46 +244,45 @@ struct RendezvousClient::Impl {
   }
 
   void on_watch_message(MessageType type) {
-    WireReader in(payload);
     if (type == MessageType::Table) {
-      const uint32_t round = in.u32();
-      const uint32_t n = in.u32();
-      std::vector<Bytes> entries;
-      for (uint32_t i = 0; i < n && in.ok(); ++i) entries.push_back(in.bytes());
-      if (!in.ok() || n != static_cast<uint32_t>(nranks)) {
+      TableMessage table;
+      if (!parse_message(payload, &table)) {
+        async->record_error(PLX_ERROR_INTERNAL,
+                            fmt::format("{}: malformed table ({} bytes, expected {} entries)",
+                                        prefix(), payload.size(), nranks));
+      } else if (table.entries.size() != static_cast<size_t>(nranks)) {
         async->record_error(PLX_ERROR_INTERNAL,
                             fmt::format("{}: malformed table for round {} ({} entries, expected "
                                         "{})",
-                                        prefix(), round, n, nranks));
+                                        prefix(), table.round, table.entries.size(), nranks));
       } else {
         std::lock_guard<std::mutex> lock(mutex);
-        tables[round] = std::move(entries);
+        tables[table.round] = std::move(table.entries);
       }
     } else if (type == MessageType::Lost) {
-      const int lost_rank = in.i32();
-      const std::string reason = in.text();
-      log_message(LogLevel::Info, "rank {} lost ({})", lost_rank, reason);
-      async->record_error(PLX_ERROR_REMOTE, fmt::format("rank {} lost ({})", lost_rank, reason));
+      LostMessage lost;  // a malformed one still means a rank is lost
+      parse_message(payload, &lost);
+      log_message(LogLevel::Info, "rank {} lost ({})", lost.rank, lost.reason);
+      async->record_error(PLX_ERROR_REMOTE, fmt::format("rank {} lost ({})", lost.rank,
+                                                        lost.reason));
     } else if (type == MessageType::Error) {
-      const auto code = static_cast<plx_result_t>(in.u32());
-      const std::string message = in.text();
-      async->record_error(code == PLX_SUCCESS || !in.ok() ? PLX_ERROR_INTERNAL : code, message);
+      const ErrorMessage error = reported_error(payload);
+      async->record_error(error.code, error.message);
     } else if (type == MessageType::AllDone) {
       std::lock_guard<std::mutex> lock(mutex);
       all_done = true;
     } else if (type == MessageType::CommAbort) {
-      const uint64_t comm_id = in.u64();
-      const std::string reason = in.text();
+      CommAbortMessage abort;
       std::shared_ptr<comm::AsyncState> target;
-      {
+      if (parse_message(payload, &abort)) {
         std::lock_guard<std::mutex> lock(mutex);
-        if (auto it = split_comms.find(comm_id); it != split_comms.end()) {
+        if (auto it = split_comms.find(abort.comm_id); it != split_comms.end()) {
           target = it->second.lock();
         }
       }
-      if (target && in.ok()) {
-        log_message(LogLevel::Info, "split communicator {:#x}: {}", comm_id, reason);
-        target->record_peer_abort(reason);
+      if (target) {
+        log_message(LogLevel::Info, "split communicator {:#x}: {}", abort.comm_id, abort.reason);
+        target->record_peer_abort(abort.reason);
       }
     } else {
       log_message(LogLevel::Warn, "{}: unexpected {} from the root", prefix(),
@@ -405,9 +400,7 @@ plx_result_t RendezvousClient::allgather(uint32_t round, const Bytes& mine,
   Impl& s = *impl_;
   const auto deadline = Clock::now() + std::chrono::milliseconds(s.timeout_ms) +
                         std::chrono::seconds(1);
-  WireWriter contribution;
-  contribution.u32(round).bytes(mine);
-  s.post_frame(contribution.frame(MessageType::Contribute));
+  s.post_frame(to_frame(ContributeMessage{round, mine}));
   std::unique_lock<std::mutex> lock(s.mutex);
   const bool answered = s.cv.wait_until(lock, deadline, [&] {
     return s.tables.count(round) != 0 || s.async->error() != PLX_SUCCESS || s.disconnected;
@@ -484,11 +477,10 @@ void RendezvousClient::announce_abort(uint64_t comm_id, const std::string& reaso
     std::lock_guard<std::mutex> lock(s->mutex);
     if (s->closing || s->disconnected || !s->watcher.joinable()) return;
   }
-  WireWriter out;
-  out.u64(comm_id).text(reason.substr(0, kMaxErrorBytes / 2));
+  Bytes frame = to_frame(CommAbortMessage{comm_id, reason.substr(0, kMaxErrorBytes / 2)});
   // Frames go out in order: ours is written when the count passes what was queued before it.
   auto target = std::make_shared<uint64_t>(UINT64_MAX);
-  asio::post(s->io, [s, frame = out.frame(MessageType::CommAbort), target]() mutable {
+  asio::post(s->io, [s, frame = std::move(frame), target]() mutable {
     {
       std::lock_guard<std::mutex> lock(s->mutex);
       *target = s->frames_written + s->outbox.size() + 1;
@@ -507,9 +499,7 @@ void RendezvousClient::abort_now(const std::string& reason) {
     std::lock_guard<std::mutex> lock(s->mutex);
     s->closing = true;
   }
-  WireWriter why;
-  why.text(reason.substr(0, kMaxErrorBytes / 2));
-  s->post_frame(why.frame(MessageType::Abort), /*then_close=*/true);
+  s->post_frame(to_frame(AbortMessage{reason.substr(0, kMaxErrorBytes / 2)}), /*then_close=*/true);
   s->watcher.join();
 }
 

@@ -21,6 +21,7 @@
 #include "comm/bootstrap/handshake.h"
 #include "comm/bootstrap/keepalive.h"
 #include "comm/bootstrap/wire.h"
+#include "comm/bootstrap/wire_messages.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 
@@ -157,9 +158,7 @@ struct RendezvousServer::Impl {
     conn->hello_timer.async_wait([this, conn](const boost::system::error_code& e) {
       if (!e && !conn->admitted) drop(conn, "no HELLO within 10 s");
     });
-    WireWriter challenge;
-    challenge.u32(kWireVersion).fixed(conn->server_nonce);
-    send(conn, challenge.frame(MessageType::Challenge));
+    send(conn, to_frame(ChallengeMessage{kWireVersion, conn->server_nonce}));
     read_header(conn);
   }
 
@@ -195,32 +194,25 @@ struct RendezvousServer::Impl {
   }
 
   void on_message(const ConnectionPtr& conn, MessageType type) {
-    WireReader in(conn->payload);
     switch (type) {
       case MessageType::Hello: {
-        const uint32_t version = in.u32();
-        const int rank = in.i32();
-        const int n = in.i32();
-        const Nonce client_nonce = in.fixed<kNonceBytes>();
-        const Mac mac = in.fixed<kMacBytes>();
-        if (!in.ok()) return drop(conn, "malformed HELLO");
-        if (!conn->admitted) return on_hello(conn, version, rank, n, client_nonce, mac);
+        HelloMessage hello;
+        if (!parse_message(conn->payload, &hello)) return drop(conn, "malformed HELLO");
+        if (!conn->admitted) return on_hello(conn, hello);
         break;
       }
       case MessageType::Contribute: {
-        const uint32_t round = in.u32();
-        Bytes data = in.bytes();
-        if (in.ok() && conn->rank >= 0) on_contribute(conn->rank, round, std::move(data));
+        ContributeMessage contribution;
+        if (parse_message(conn->payload, &contribution) && conn->rank >= 0) {
+          on_contribute(conn->rank, contribution.round, std::move(contribution.data));
+        }
         break;
       }
       case MessageType::CommAbort: {
-        const uint64_t comm_id = in.u64();
-        const std::string reason = in.text();
-        if (!in.ok() || conn->rank < 0 || failed) break;
+        CommAbortMessage abort;
+        if (!parse_message(conn->payload, &abort) || conn->rank < 0 || failed) break;
         // Passed on as it came; only members of that split communicator have it filed.
-        WireWriter out;
-        out.u64(comm_id).text(reason);
-        const Bytes frame = out.frame(MessageType::CommAbort);
+        const Bytes frame = to_frame(abort);
         for (const auto& peer : by_rank) {
           if (peer && peer != conn) send(peer, frame);
         }
@@ -230,9 +222,10 @@ struct RendezvousServer::Impl {
         if (conn->rank >= 0 && !conn->said_goodbye) on_goodbye(conn);
         break;
       case MessageType::Abort: {
-        const std::string reason = in.text();
+        AbortMessage abort;  // a malformed one is an abort without a reason
+        parse_message(conn->payload, &abort);
         close(conn);
-        if (conn->rank >= 0 && !failed) rank_gone(conn->rank, reason);
+        if (conn->rank >= 0 && !failed) rank_gone(conn->rank, abort.reason);
         break;
       }
       default:
@@ -242,8 +235,10 @@ struct RendezvousServer::Impl {
     }
   }
 
-  void on_hello(const ConnectionPtr& conn, uint32_t version, int rank, int n,
-                const Nonce& client_nonce, const Mac& mac) {
+  void on_hello(const ConnectionPtr& conn, const HelloMessage& hello) {
+    const uint32_t version = hello.version;
+    const int rank = hello.rank;
+    const int n = hello.nranks;
     if (version != kWireVersion) {
       return refuse(conn, PLX_ERROR_INVALID_ARGUMENT,
                     fmt::format("{}: bad HELLO (wire version {}, expected {}: mixed Plexus "
@@ -251,8 +246,8 @@ struct RendezvousServer::Impl {
                                 where(), version, kWireVersion));
     }
     const Mac expected =
-        handshake_mac(key, MacPurpose::Hello, conn->server_nonce, client_nonce, rank, n);
-    if (!macs_equal(mac, expected)) {
+        handshake_mac(key, MacPurpose::Hello, conn->server_nonce, hello.client_nonce, rank, n);
+    if (!macs_equal(hello.mac, expected)) {
       ++refused;
       log_message(LogLevel::Info, "{}: refused {} (claimed rank {}): wrong job key", where(),
                   conn->peer, rank);
@@ -267,10 +262,8 @@ struct RendezvousServer::Impl {
     conn->hello_timer.cancel();
     std::erase(unadmitted, conn);
     connections.push_back(conn);
-    WireWriter welcome;
-    welcome.fixed(
-        handshake_mac(key, MacPurpose::Welcome, conn->server_nonce, client_nonce, rank, n));
-    send(conn, welcome.frame(MessageType::Welcome));
+    send(conn, to_frame(WelcomeMessage{handshake_mac(key, MacPurpose::Welcome, conn->server_nonce,
+                                                     hello.client_nonce, rank, n)}));
     if (failed) return refuse(conn, failure_code, failure_message);  // a late joiner
     if (conn->rank >= 0) return;
     if (nranks < 0) {
@@ -323,10 +316,10 @@ struct RendezvousServer::Impl {
       return;
     }
     round_timers.erase(round);
-    WireWriter out;
-    out.u32(round).u32(static_cast<uint32_t>(nranks));
-    for (const auto& slot : slots) out.bytes(*slot);
-    const Bytes frame = out.frame(MessageType::Table);
+    TableMessage table{round, {}};
+    table.entries.reserve(slots.size());
+    for (auto& slot : slots) table.entries.push_back(std::move(*slot));
+    const Bytes frame = to_frame(table);
     for (const auto& peer : by_rank) send(peer, frame);
     if (round == kLastSetupRound) setup_done = true;
     rounds.erase(round);
@@ -399,9 +392,7 @@ struct RendezvousServer::Impl {
     if (rank < 0 || rank >= nranks || lost[rank]) return;
     lost[rank] = true;
     log_message(LogLevel::Info, "{}: rank {} lost ({})", where(), rank, reason);
-    WireWriter out;
-    out.i32(rank).text(reason);
-    const Bytes frame = out.frame(MessageType::Lost);
+    const Bytes frame = to_frame(LostMessage{rank, reason});
     for (const auto& peer : by_rank) {
       if (peer && peer->rank != rank) send(peer, frame);
     }
@@ -415,9 +406,7 @@ struct RendezvousServer::Impl {
     failure_code = code;
     failure_message = message;
     log_message(LogLevel::Info, "{}: failing every rank: {}", where(), message);
-    WireWriter out;
-    out.u32(static_cast<uint32_t>(code)).text(message);
-    const Bytes frame = out.frame(MessageType::Error);
+    const Bytes frame = to_frame(ErrorMessage{code, message});
     for (const auto& conn : connections) {
       send(conn, frame);
       finish_after_flush(conn);
@@ -427,9 +416,7 @@ struct RendezvousServer::Impl {
 
   // Sends an error to one connection and ends it; the others are unaffected.
   void refuse(const ConnectionPtr& conn, plx_result_t code, const std::string& message) {
-    WireWriter out;
-    out.u32(static_cast<uint32_t>(code)).text(message);
-    send(conn, out.frame(MessageType::Error));
+    send(conn, to_frame(ErrorMessage{code, message}));
     finish_after_flush(conn);
   }
 

@@ -3,20 +3,12 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include "comm/core/config.h"
 #include "comm/core/error.h"
+#include "comm/core/trim.h"
 
 namespace plexus::comm {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
 
 // The parser behind both forms; `where` starts every message.
 plx_result_t parse(std::string_view text, std::string_view source, const std::string& where,

@@ -30,17 +30,11 @@
 #include "comm/algorithms/host_layout.h"
 #include "comm/transport/transport.h"
 #include "comm/tuning/cost_model.h"
+#include "comm/tuning/cost_model_text.h"  // parse_cost_model
 
 namespace plexus::comm {
 
 constexpr int kCostCacheVersion = 1;
-
-// Parses PLEXUS_COST_MODEL's text: three or five comma-separated non-negative decimal numbers,
-// alpha in microseconds, beta and gamma in nanoseconds per byte, then optionally the inter-host
-// alpha (microseconds) and beta (nanoseconds per byte) (whitespace allowed). Returns
-// PLX_ERROR_INVALID_ARGUMENT with "PLEXUS_COST_MODEL=\"text\": rank R: ..." otherwise; *out is
-// written only on success.
-plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out);
 
 // The cache folder as described above; "" when none of the variables is set.
 std::string cost_cache_dir();

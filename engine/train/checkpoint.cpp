@@ -186,7 +186,7 @@ Checkpoint load_checkpoint(const std::string& path) {
                     " floats left)");
     }
     CheckpointSection section{name, std::vector<float>(count)};
-    std::memcpy(section.data.data(), bytes.data() + offset, count * sizeof(float));
+    if (count > 0) std::memcpy(section.data.data(), bytes.data() + offset, count * sizeof(float));
     offset += count * sizeof(float);
     ck.sections.push_back(std::move(section));
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -36,6 +37,21 @@ int int_field(const std::string& path, const nlohmann::json& object, const char*
                                       path, where, name, v.dump()));
   }
   return v.get<int>();
+}
+
+// A non-negative integer field of the manifest up to max, refused (not converted) otherwise.
+uint64_t whole_field(const std::string& path, const nlohmann::json& object,
+                     const std::string& where, const char* name, uint64_t max) {
+  const nlohmann::json& v = object.at(name);
+  const std::optional<uint64_t> n = whole_number(v, max);
+  if (!n) {
+    std::string text = v.dump();
+    if (text.size() > 80) text = text.substr(0, 80) + "...";
+    throw CheckpointError(fmt::format("checkpoint '{}' has a malformed manifest.json: {}{} is {}, "
+                                      "not an integer in 0..{}",
+                                      path, where, name, text, max));
+  }
+  return *n;
 }
 
 }  // namespace
@@ -78,14 +94,14 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
       throw bad(fmt::format("is named {} but its manifest says step {}", dir_name, step()));
     }
     // Every accessor's field, so a malformed one is reported here and never later.
-    (void)placement(), (void)training();
+    (void)step(), (void)placement(), (void)training();
     if (const std::string why = model().validate(); !why.empty()) {
       throw bad("has an invalid model in manifest.json: " + why);
     }
     if (world_size() < 1) {
       throw bad(fmt::format("has world_size {} in manifest.json; valid: 1 and up", world_size()));
     }
-    full_params_ = manifest_.at("full_num_params").get<size_t>();
+    full_params_ = whole_field(path_, manifest_, "", "full_num_params", SIZE_MAX);
     if (full_params_ != full_num_params(model())) {
       throw bad(fmt::format("has full_num_params {} but its model has {}", full_params_,
                             full_num_params(model())));
@@ -97,7 +113,8 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
     }
     for (int r = 0; r < world_size(); ++r) {
       const std::string name = listed.at(r).at("name").get<std::string>();
-      const uint64_t bytes = listed.at(r).at("bytes").get<uint64_t>();
+      const uint64_t bytes =
+          whole_field(path_, listed.at(r), fmt::format("files[{}].", r), "bytes", UINT64_MAX);
       const std::string checksum = listed.at(r).at("fnv1a64").get<std::string>();
       if (name != "rank-" + std::to_string(r) + ".bin") {
         throw bad(fmt::format("lists '{}' as the file of rank {}", name, r));
@@ -161,7 +178,9 @@ CheckpointReader::~CheckpointReader() {
   for (int fd : fds_) ::close(fd);
 }
 
-int64_t CheckpointReader::step() const { return manifest_.at("step").get<int64_t>(); }
+int64_t CheckpointReader::step() const {
+  return static_cast<int64_t>(whole_field(path_, manifest_, "", "step", INT64_MAX));
+}
 int CheckpointReader::world_size() const {
   return int_field(path_, manifest_, "", "world_size");
 }

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -110,6 +112,13 @@ std::string manifest_checksum(nlohmann::json manifest) {
   return checksum_text(sum.hash);
 }
 
+std::optional<uint64_t> whole_number(const nlohmann::json& value, uint64_t max) {
+  const bool whole = value.is_number_unsigned() ||
+                     (value.is_number_integer() && value.get<int64_t>() >= 0);
+  if (!whole || value.get<uint64_t>() > max) return std::nullopt;
+  return value.get<uint64_t>();
+}
+
 std::string io_error(const std::string& path, const std::string& what) {
   return "checkpoint '" + path + "': " + what + ": " + std::strerror(errno);
 }
@@ -207,7 +216,7 @@ ShardFile read_shard_file(const std::string& checkpoint, const std::string& name
   }
   // The checksum first: a flipped byte anywhere is reported as corruption, not as what it broke.
   Fnv1a sum;
-  std::vector<char> chunk(kBufferBytes);
+  std::vector<char> chunk(std::min<uint64_t>(kBufferBytes, file.bytes));
   for (uint64_t at = 0; at < file.bytes - 8;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), file.bytes - 8 - at));
     if (!pread_all(fd.fd, chunk.data(), n, at)) {
@@ -235,17 +244,29 @@ ShardFile read_shard_file(const std::string& checkpoint, const std::string& name
       throw bad("is not a version " + std::to_string(kVersion) + " plexus-shard file (format " +
                 header.at("format").dump() + ", version " + header.at("version").dump() + ")");
     }
-    file.rank = header.at("rank").get<int>();
-    file.step = header.at("step").get<int64_t>();
+    // Integers are refused by name unless whole and in range, never converted.
+    const auto integer = [&](const nlohmann::json& value, const std::string& field,
+                             uint64_t max) {
+      const std::optional<uint64_t> n = whole_number(value, max);
+      if (!n) {
+        std::string text = value.dump();
+        if (text.size() > 80) text = text.substr(0, 80) + "...";
+        throw bad(fmt::format("has a malformed header: {} is {}; valid: an integer in 0..{}",
+                              field, text, max));
+      }
+      return *n;
+    };
+    file.rank = static_cast<int>(integer(header.at("rank"), "rank", INT_MAX));
+    file.step = static_cast<int64_t>(integer(header.at("step"), "step", INT64_MAX));
     file.sections = header.at("sections").get<std::vector<std::string>>();
     uint64_t expected_offset = 0;
     for (const nlohmann::json& r : header.at("runs")) {
       ShardRun run;
-      run.section = r.at(0).get<int>();
-      run.full_offset = r.at(1).get<size_t>();
-      run.count = r.at(2).get<size_t>();
-      const uint64_t offset = r.at(3).get<uint64_t>();
-      if (run.section < 0 || run.section >= static_cast<int>(file.sections.size()) ||
+      run.section = static_cast<int>(integer(r.at(0), "a run's section", INT_MAX));
+      run.full_offset = integer(r.at(1), "a run's full_offset", SIZE_MAX);
+      run.count = integer(r.at(2), "a run's count", SIZE_MAX);
+      const uint64_t offset = integer(r.at(3), "a run's data offset", UINT64_MAX);
+      if (run.section >= static_cast<int>(file.sections.size()) ||
           run.count == 0 || offset != expected_offset ||
           run.count > (data_bytes - offset) / sizeof(float)) {
         throw bad("has a malformed run " + r.dump() + " (data is " + std::to_string(data_bytes) +

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ std::string checksum_text(uint64_t checksum);
 // field. Parsing and dumping again gives the same text (nlohmann keeps the keys sorted and
 // writes numbers that read back exactly), so a reader recomputes it from the parsed object.
 std::string manifest_checksum(nlohmann::json manifest);
+
+// A non-negative integer field of a shard header or manifest, if `value` is one and at most max;
+// nullopt for anything else, fractions and negative numbers included (nlohmann's get<> would
+// turn a float out of range into undefined behaviour and wrap a negative count), so that
+// callers refuse it by name.
+std::optional<uint64_t> whole_number(const nlohmann::json& value, uint64_t max = UINT64_MAX);
 
 struct ShardRun {
   int section = 0;  // index in ShardFile::sections

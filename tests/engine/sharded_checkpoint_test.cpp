@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/train/shard_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace plexus::engine {
@@ -358,6 +359,44 @@ TEST_F(ShardedCheckpoint, DamagedCheckpointsAreRefusedAndLeftAsTheyAre) {
     expect_refused(dir_, [&] { CheckpointReader(dir_ + "/step-00000099"); },
                    {"step-00000099", "has no manifest.json"});
   }
+}
+
+// Fields that pass their checksum but were written wrong (crafted): an integer field holding a
+// float or a negative number is refused by name, never converted (a float out of range would be
+// undefined behaviour). Found by tests/fuzz/ (shard_file, checkpoint_manifest).
+TEST_F(ShardedCheckpoint, CraftedIntegerFieldsAreRefusedByName) {
+  const std::string path = save(dir_, 7, tp2_d2(), state_);
+  const std::string manifest_path = path + "/manifest.json";
+  std::ifstream in(manifest_path);
+  const nlohmann::json saved = nlohmann::json::parse(in);
+  in.close();
+  const auto with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json m = saved;
+    edit(m);
+    m["manifest_fnv1a64"] = manifest_checksum(m);
+    std::ofstream(manifest_path) << m.dump(1);
+  };
+  const auto open = [&] { CheckpointReader reader(path); };
+  with([](nlohmann::json& m) { m["step"] = 1e300; });
+  expect_refused(dir_, open, {path, "manifest.json: step is 1e+300, not an integer in 0.."});
+  with([](nlohmann::json& m) { m["full_num_params"] = -1.5; });
+  expect_refused(dir_, open, {path, "full_num_params is -1.5, not an integer in 0.."});
+  with([](nlohmann::json& m) { m["files"][1]["bytes"] = -4; });
+  expect_refused(dir_, open, {path, "files[1].bytes is -4, not an integer in 0.."});
+
+  // A rank file whose header says rank 1.5, framed and checksummed as a writer would.
+  const std::string header =
+      R"({"format":"plexus-shard","version":1,"rank":1.5,"step":7,"sections":[],"runs":[]})";
+  std::string bytes = "PLXSHRD1";
+  const uint64_t header_bytes = header.size();
+  bytes.append(reinterpret_cast<const char*>(&header_bytes), 8).append(header);
+  Fnv1a sum;
+  sum.update(bytes.data(), bytes.size());
+  bytes.append(reinterpret_cast<const char*>(&sum.hash), 8);
+  std::ofstream(path + "/rank-9.bin", std::ios::binary) << bytes;
+  expect_refused(dir_, [&] { read_shard_file(path, "rank-9.bin"); },
+                 {"checkpoint '" + path + "': rank-9.bin has a malformed header: rank is 1.5; "
+                  "valid: an integer in 0..2147483647"});
 }
 
 TEST_F(ShardedCheckpoint, FinalizeRefusesGapsAndOverlaps) {

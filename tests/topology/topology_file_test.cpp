@@ -217,6 +217,44 @@ TEST(Malformed, NegativeAndZeroCounts) {
             "t.json: hosts[0].numa_nodes: expected at least one NUMA node, got []");
 }
 
+// "count" copies a host: a few kilobytes could ask for millions of objects (a host, and each entry
+// of its lists), so the expanded document holds at most 2^22 of them (found by
+// tests/fuzz/topology_json_fuzz_target.cpp).
+TEST(Malformed, CountsExpandToAtMost2To22Objects) {
+  const auto host_of = [](int numa_nodes, int count) {
+    std::string text = R"({"host_id": "h)";
+    text += std::to_string(numa_nodes);
+    text += R"(", "count": )";
+    text += std::to_string(count);
+    text += R"(, "numa_nodes": [)";
+    for (int i = 0; i < numa_nodes; ++i) {
+      if (i > 0) text += ",";
+      text += R"({"os_index": )";
+      text += std::to_string(i);
+      text += R"(, "memory_bytes": 1, "cores": 1, "pus": 1})";
+    }
+    return text + "]}";
+  };
+  // 65536 x (1 + 64) objects: one host's worth more than 2^22 = 65536 x 64.
+  EXPECT_EQ(parse_error(R"({"plexus_topology": 1, "hosts": [)" + host_of(64, 65536) + "]}"),
+            "t.json: hosts[0]: count 65536 x 65 objects (the host and the entries of its lists) "
+            "makes 4259840 objects in all, more than 4194304");
+  // The sum over the entries counts: 4096 + 64500 x 65 objects, though each alone would pass.
+  EXPECT_EQ(parse_error(R"({"plexus_topology": 1, "hosts": [)" + host_of(4095, 1) + "," +
+                        host_of(64, 64500) + "]}"),
+            "t.json: hosts[1]: count 64500 x 65 objects (the host and the entries of its lists) "
+            "makes 4196596 objects in all, more than 4194304");
+  ClusterTopology cluster;
+  std::string error;
+  ASSERT_EQ(parse_topology_json(R"({"plexus_topology": 1, "hosts": [)" + host_of(255, 1024) +
+                                    "]}",
+                                "t.json", &cluster, &error),
+            PLX_SUCCESS)
+      << error;
+  EXPECT_EQ(cluster.hosts.size(), 1024u);
+  EXPECT_EQ(cluster.hosts[1023].host_id, "h255-1023");
+}
+
 TEST(Malformed, UnknownAndMissingKeysAreNamed) {
   EXPECT_EQ(parse_error(cluster_with(
                 R"("numa_nodes": [{"os_index": 0, "memory_bytes": 1, "core": 1, "pus": 1}])")),
