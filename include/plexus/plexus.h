@@ -192,6 +192,12 @@ const char* plx_get_last_error(plx_comm_t comm);
 /* Writes PLX_VERSION to *version. Returns PLX_ERROR_INVALID_ARGUMENT if version is NULL. */
 plx_result_t plx_get_version(int* version);
 
+/* Writes the level of libplexus's log on stderr to *level: 0 WARN, 1 INFO, 2 TRACE, as
+ * PLEXUS_DEBUG sets it (read on first use and at each communicator creation; a malformed value
+ * counts as WARN and the log says so). Lets plugins log at the library's level without reading
+ * PLEXUS_DEBUG themselves. Returns PLX_ERROR_INVALID_ARGUMENT if level is NULL. Thread-safe. */
+plx_result_t plx_get_log_level(int* level);
+
 /*
  * Creates a unique id whose rendezvous server runs in the calling process (a background thread
  * listening on TCP; address from PLEXUS_MASTER_ADDR, else this host's first non-loopback IPv4
