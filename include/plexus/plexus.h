@@ -616,10 +616,11 @@ plx_result_t plx_mem_free(void* ptr);
 plx_result_t plx_comm_register(plx_comm_t comm, void* buff, size_t bytes, void** handle);
 plx_result_t plx_comm_deregister(plx_comm_t comm, void* handle);
 
-/* Writes the table of every PLEXUS_* environment variable libplexus reads to `out`: per
+/* Writes the table of every PLEXUS_* environment variable to `out`: those libplexus reads, then
+ * (marked "read by ...") those its tools, the engine, the Python package and the tests read. Per
  * variable its name, type (integer, bytes, string, level), default and a one-paragraph help text,
- * in the order of the table in comm/core/config.cpp. docs/tuning.md is kept in step with it by a
- * test. Returns PLX_ERROR_INVALID_ARGUMENT if out is NULL; PLX_ERROR_SYSTEM if writing fails.
+ * in the order of the table in settings/config_table.cpp. docs/tuning.md is kept in step with it
+ * by a test. Returns PLX_ERROR_INVALID_ARGUMENT if out is NULL; PLX_ERROR_SYSTEM if writing fails.
  * Thread-safe. */
 plx_result_t plx_print_config(FILE* out);
 

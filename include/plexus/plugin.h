@@ -61,7 +61,7 @@ typedef struct plx_plugin_context_t {
    * {"optimizer", "host"}; num_args is 0 for none. */
   const char* const* args;
   size_t num_args;
-  /* Gradient bucket size in bytes (from --bucket-bytes / PLEXUS_BUCKET_BYTES). */
+  /* Gradient bucket size in bytes (plexus-train --bucket-bytes). */
   size_t bucket_bytes;
   /* fields above: v1 */
   /* The three axis groups of this rank, each ordered by the axis coordinate: the data group
