@@ -95,6 +95,7 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   comm->size = setup.nranks;
   refresh_log_level();
   set_log_rank(setup.rank);
+  report_unknown_settings();
   PLX_CHECK(config_timeout_ms(&comm->timeout_ms));
   PLX_CHECK(config_chunk_bytes(&comm->chunk_bytes));
   std::optional<size_t> max_msg_bytes;

@@ -5,8 +5,12 @@
 
 #include <cctype>
 #include <limits>
+#include <mutex>
 
 #include "comm/core/error.h"
+#include "settings/unknown_settings.h"
+
+extern char** environ;
 
 namespace plexus {
 
@@ -70,6 +74,14 @@ plx_result_t config_chunk_bytes(size_t* out) {
   PLX_CHECK(config_bytes("PLEXUS_CHUNK_BYTES", 1, size_t{1} << 40, &value));
   *out = value.value_or(size_t{1} << 20);
   return PLX_SUCCESS;
+}
+
+void report_unknown_settings() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const std::string& line : unknown_setting_lines(environ))
+      log_message(LogLevel::Warn, "{}", line);
+  });
 }
 
 }  // namespace plexus

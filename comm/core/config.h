@@ -1,5 +1,6 @@
 // config.h - comm's view of the PLEXUS_* table (settings/config_table.h): the typed getters with
-// comm's error reporting (set_error) and the log level.
+// comm's error reporting (set_error), the log level, and the once-per-process report of unknown
+// PLEXUS_* names.
 //
 // Every variable is declared once in settings/config_table.cpp with its full name, type, default
 // and help, so `grep PLEXUS_TIMEOUT_MS` finds its definition and print_config_table() documents
@@ -42,5 +43,10 @@ plx_result_t config_log_level(LogLevel* out, std::string* why);
 // Shorthands for the values every communicator reads.
 plx_result_t config_timeout_ms(int* out);       // PLEXUS_TIMEOUT_MS
 plx_result_t config_chunk_bytes(size_t* out);   // PLEXUS_CHUNK_BYTES
+
+// Logs each line of unknown_setting_lines(environ) (settings/unknown_settings.h) as a WARN,
+// the first time it is called in the process; later calls do nothing. Thread-safe. Called when a
+// communicator is created, once its rank is known to the log.
+void report_unknown_settings();
 
 }  // namespace plexus
