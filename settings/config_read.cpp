@@ -12,15 +12,6 @@
 
 namespace plexus {
 
-namespace {
-
-plx_result_t not_in_table(std::string_view name, std::string* error) {
-  *error = fmt::format("{} is not in the config table", name);
-  return PLX_ERROR_INTERNAL;
-}
-
-}  // namespace
-
 std::optional<std::string> env_value(const char* name) {
   const char* value = std::getenv(name);
   if (!value || !*value) return std::nullopt;
@@ -74,34 +65,37 @@ plx_result_t parse_bytes_text(std::string_view name, std::string_view text, size
   return PLX_SUCCESS;
 }
 
-plx_result_t read_config_integer(std::string_view name, int64_t min, int64_t max,
-                                 std::optional<int64_t>* out, std::string* error) {
-  if (!find_config_variable(name)) return not_in_table(name, error);
+namespace {
+
+// config_text(name) parsed by `parse` (parse_integer_text or parse_bytes_text).
+template <typename T, typename Parse>
+plx_result_t read_config(std::string_view name, T min, T max, std::optional<T>* out,
+                         std::string* error, Parse parse) {
+  if (!find_config_variable(name)) {
+    *error = fmt::format("{} is not in the config table", name);
+    return PLX_ERROR_INTERNAL;
+  }
   auto text = config_text(name);
   if (!text) {
     *out = std::nullopt;
     return PLX_SUCCESS;
   }
-  int64_t value = 0;
-  if (plx_result_t rc = parse_integer_text(name, *text, min, max, &value, error); rc != PLX_SUCCESS)
-    return rc;
+  T value{};
+  if (plx_result_t rc = parse(name, *text, min, max, &value, error); rc != PLX_SUCCESS) return rc;
   *out = value;
   return PLX_SUCCESS;
 }
 
+}  // namespace
+
+plx_result_t read_config_integer(std::string_view name, int64_t min, int64_t max,
+                                 std::optional<int64_t>* out, std::string* error) {
+  return read_config(name, min, max, out, error, parse_integer_text);
+}
+
 plx_result_t read_config_bytes(std::string_view name, size_t min, size_t max,
                                std::optional<size_t>* out, std::string* error) {
-  if (!find_config_variable(name)) return not_in_table(name, error);
-  auto text = config_text(name);
-  if (!text) {
-    *out = std::nullopt;
-    return PLX_SUCCESS;
-  }
-  size_t value = 0;
-  if (plx_result_t rc = parse_bytes_text(name, *text, min, max, &value, error); rc != PLX_SUCCESS)
-    return rc;
-  *out = value;
-  return PLX_SUCCESS;
+  return read_config(name, min, max, out, error, parse_bytes_text);
 }
 
 }  // namespace plexus

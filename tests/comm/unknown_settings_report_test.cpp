@@ -54,6 +54,13 @@ std::string create_two_communicators(int rank) {
   return why;
 }
 
+// The log (stderr) of create_two_communicators(rank); *why says what failed ("" if nothing).
+std::string log_of_two_communicators(int rank, std::string* why) {
+  StderrCapture capture;
+  *why = create_two_communicators(rank);
+  return capture.finish();
+}
+
 // How many lines of `log` are "plexus rank R: WARN <seconds>s <text>".
 int count_warnings(const std::string& log, int rank, const std::string& text) {
   const std::string prefix = "plexus rank " + std::to_string(rank) + ": WARN ";
@@ -77,9 +84,8 @@ TEST(UnknownSettingsReport, EachUnknownNameIsLoggedOncePerProcessWithTheNearestN
   const auto outcomes = run_ranks(
       2,
       [](int rank) {
-        StderrCapture capture;
-        std::string why = create_two_communicators(rank);
-        const std::string log = capture.finish();
+        std::string why;
+        const std::string log = log_of_two_communicators(rank, &why);
         if (!why.empty()) return rank_failure(rank, why + "\n" + log);
         StderrCapture later;
         report_unknown_settings();  // a later call adds nothing
@@ -105,9 +111,8 @@ TEST(UnknownSettingsReport, NothingIsLoggedWhenEveryNameIsKnown) {
   const auto outcomes = run_ranks(
       1,
       [](int rank) {
-        StderrCapture capture;
-        std::string why = create_two_communicators(rank);
-        const std::string log = capture.finish();
+        std::string why;
+        const std::string log = log_of_two_communicators(rank, &why);
         if (!why.empty()) return rank_failure(rank, why + "\n" + log);
         if (log.find("unknown setting") != std::string::npos)
           return rank_failure(rank, "unexpected report:\n" + log);
