@@ -125,7 +125,17 @@ extern "C" {
  *   PLX_ERROR_SYSTEM            an OS call or allocation failed (errno text in the message).
  *   PLX_ERROR_INTERNAL          a Plexus bug: please report it with the message.
  */
-typedef enum plx_result_t {
+/* In C++ the enums of this header (and plugin.h) have int as their fixed underlying type, so
+ * that whatever int a C caller passes (a datatype out of range, a pre-multiplied operator) is a
+ * value the argument checks can refuse, not undefined behaviour; in C they are the same plain
+ * int-sized enums. */
+#ifdef __cplusplus
+#define PLX_ENUM_INT : int
+#else
+#define PLX_ENUM_INT
+#endif
+
+typedef enum plx_result_t PLX_ENUM_INT {
   PLX_SUCCESS = 0,
   PLX_ERROR_INVALID_ARGUMENT = 1,
   PLX_ERROR_INVALID_USAGE = 2,
@@ -142,7 +152,7 @@ typedef enum plx_result_t {
 
 /* Element types. Half types (FLOAT16 = IEEE binary16, BFLOAT16 = bfloat16) are reduced in
  * float32 and rounded back to nearest-even. */
-typedef enum plx_datatype_t {
+typedef enum plx_datatype_t PLX_ENUM_INT {
   PLX_INT8 = 0,
   PLX_UINT8 = 1,
   PLX_INT32 = 2,
@@ -159,7 +169,7 @@ typedef enum plx_datatype_t {
 /* Reduction operators. PLX_AVG is the sum divided by the communicator size (for integer types
  * the quotient is truncated toward zero, as NCCL does). Values from PLX_NUM_OPS up are
  * pre-multiplied sums made by plx_red_op_create_premul_sum(). */
-typedef enum plx_red_op_t {
+typedef enum plx_red_op_t PLX_ENUM_INT {
   PLX_SUM = 0,
   PLX_PROD = 1,
   PLX_MIN = 2,
