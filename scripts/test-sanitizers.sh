@@ -18,13 +18,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SOURCE=$PWD
 SUPPRESSIONS=$SOURCE/scripts/sanitizers
+# UCX's libucm patches mmap/madvise (its "bistro" hooks) to see memory being unmapped; glibc's
+# thread exit then calls into libucm, which takes a lock after the sanitizer runtime has torn the
+# thread down: SIGSEGV in __tsan::MutexPreReadLock under ucm_madvise. Plexus's UCX transport does
+# not need the hooks (it registers memory itself), so the sanitizer runs go without them.
+export UCX_MEM_MMAP_HOOK_MODE=none
 ROOT=${SANITIZER_BUILD_ROOT:-$SOURCE}
 JOBS=${JOBS:-$(nproc)}
 
 # --- What each build runs. -------------------------------------------------------------------
-THREAD_TESTS=(algorithms_thread_test allreduce_algorithms_thread_test
-  alltoall_gather_scatter_thread_test hierarchical_shm_thread_test hierarchical_thread_test
-  reduce_scatter_allgather_thread_test tree_reduce_algorithms_thread_test)
+# "test:filter" runs only the gtest filter's cases. The threaded algorithm tests run world sizes
+# 2, 3 and 5 (a power of two, an odd size, a prime), two host layouts and their unparameterised
+# cases, without the large counts: the code paths of the whole matrix at a fraction of its time
+# (the whole of it takes 15 minutes under ASan on 2 cores; the shm reduce_scatter over the
+# uneven layout alone, a minute under TSan, is left out too).
+THREAD_FILTER="*/2ranks:*/3ranks:*/5ranks:*_2ranks:*_3ranks:*_5ranks:*_2x2:*_uneven_3p2"
+THREAD_FILTER+=":*Failure.*:Alltoallv.*:HierarchicalNoLayout.*:HierarchicalEager.*"
+THREAD_FILTER+=":HierarchicalShmBits.*:-*LargeCount*:*HierarchicalShm.*reduce_scatter_uneven_3p2"
+THREAD_TESTS=()
+for t in algorithms_thread_test allreduce_algorithms_thread_test \
+  alltoall_gather_scatter_thread_test hierarchical_shm_thread_test hierarchical_thread_test \
+  reduce_scatter_allgather_thread_test tree_reduce_algorithms_thread_test; do
+  THREAD_TESTS+=("$t:$THREAD_FILTER")
+done
 COMM_UNIT_TESTS=("${THREAD_TESTS[@]}" cost_model_test hierarchical_shm_cost_test ipc_schedule_test
   reduce_test shm_names_test staged_pipeline_test stream_checks_test two_level_cost_test
   config_table_test unknown_settings_test)
@@ -33,12 +49,11 @@ ENGINE_UNIT_TESTS=(activation_groups_test adamw_test checkpoint_folder_test chec
   gpt_shard_test gpt_shard_units_test gpt_test layers_test memory_plugins_plan_test
   memory_report_test placement_test plugin_loader_test sharded_checkpoint_test stop_request_test
   text_dataset_test unit_partition_test)
-# Multi-process comm tests: real ranks over the rendezvous and libfabric tcp. "test:filter" runs
-# only the gtest filter's cases.
+# Multi-process comm tests: real ranks over the rendezvous and libfabric tcp.
 ASAN_PROCESS_TESTS=(bootstrap_test barrier_test broadcast_test argument_checks_test
-  unknown_settings_report_test "split_test:*tcp*" "nonblocking_test:*tcp*"
+  unknown_settings_report_test "split_test:*tcp*" "nonblocking_test:*tcp_3ranks:*tcp_4ranks"
   "comm_lifecycle_test:CAbi.*:*tcp*")
-TSAN_TESTS=("${THREAD_TESTS[@]}" "nonblocking_test:*tcp*" "completion_hook_test")
+TSAN_TESTS=("${THREAD_TESTS[@]}" "nonblocking_test:*tcp_3ranks:*tcp_4ranks" completion_hook_test)
 
 now() { date +%s; }
 summary=()
