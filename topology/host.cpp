@@ -3,13 +3,14 @@
 #include <hwloc.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
+
+#include "topology/settings/config_read.h"
 
 namespace plexus::topology {
 
 std::string host_id() {
-  if (const char* forced = std::getenv("PLEXUS_HOST_ID"); forced && *forced) return forced;
+  if (std::optional<std::string> forced = config_text("PLEXUS_HOST_ID")) return *forced;
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) name[0] = '\0';
   std::string boot;

@@ -5,11 +5,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "topology/settings/config_read.h"
 #include "topology/host.h"
 #include "topology/output_path.h"
 #include "topology/topology_json.h"
@@ -123,26 +123,24 @@ plx_result_t this_host_topology(HostTopology* out, std::string* error, std::stri
                                 const DiscoverOptions& options) {
   HostTopology host;
   std::string from;
-  const char* file = std::getenv("PLEXUS_TOPO_FILE");
-  if (file != nullptr && *file != '\0') {
+  if (const std::optional<std::string> file = config_text("PLEXUS_TOPO_FILE")) {
     std::string prefix = std::string("PLEXUS_TOPO_FILE=");
     std::string why;
     ClusterTopology cluster;
-    plx_result_t rc = read_topology_file(file, &cluster, &why);
-    if (rc == PLX_SUCCESS) rc = select_host(cluster, host_id(), file, &host, &why);
+    plx_result_t rc = read_topology_file(*file, &cluster, &why);
+    if (rc == PLX_SUCCESS) rc = select_host(cluster, host_id(), *file, &host, &why);
     if (rc != PLX_SUCCESS) {
       if (error) *error = prefix + why;
       return rc;
     }
-    from = prefix + file;
+    from = prefix + *file;
   } else {
     if (plx_result_t rc = discover_host(&host, error, options); rc != PLX_SUCCESS) return rc;
     from = "discovered through hwloc";
   }
-  const char* dump = std::getenv("PLEXUS_TOPO_DUMP_FILE");
-  if (dump != nullptr && *dump != '\0') {
+  if (const std::optional<std::string> dump = config_text("PLEXUS_TOPO_DUMP_FILE")) {
     std::string why;
-    if (write_text_file(dump, to_json_text(host), &why) != PLX_SUCCESS) {
+    if (write_text_file(*dump, to_json_text(host), &why) != PLX_SUCCESS) {
       if (error) *error = std::string("PLEXUS_TOPO_DUMP_FILE=") + why;
       return PLX_ERROR_SYSTEM;
     }

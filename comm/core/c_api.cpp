@@ -99,6 +99,14 @@ plx_result_t plx_get_version(int* version) {
   });
 }
 
+plx_result_t plx_get_log_level(int* level) {
+  return guarded("plx_get_log_level", [&] {
+    if (!level) return null_argument("plx_get_log_level", nullptr, "level");
+    *level = static_cast<int>(plexus::log_level());
+    return PLX_SUCCESS;
+  });
+}
+
 plx_result_t plx_print_config(FILE* out) {
   return guarded("plx_print_config", [&] {
     if (!out) return null_argument("plx_print_config", nullptr, "out");

@@ -98,6 +98,7 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   comm->size = setup.nranks;
   refresh_log_level();
   set_log_rank(setup.rank);
+  report_unknown_settings();
   comm->async = std::make_shared<AsyncState>();
   comm->server = std::move(setup.server);
   // Connect first, before anything here can fail: a rank that then fails (a bad setting, a

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <set>
 
+#include "topology/settings/config_read.h"
+
 namespace plexus::engine {
 
 namespace fs = std::filesystem;
@@ -26,8 +28,8 @@ std::string executable_dir() {
 
 std::vector<std::string> plugin_search_path() {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("PLEXUS_PLUGIN_PATH"); env && *env) {
-    std::string all = env;
+  if (const std::optional<std::string> env = config_text("PLEXUS_PLUGIN_PATH")) {
+    const std::string& all = *env;
     size_t start = 0;
     while (start <= all.size()) {
       size_t end = all.find(':', start);

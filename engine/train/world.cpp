@@ -1,16 +1,27 @@
 #include "engine/train/world.h"
 
+#include <climits>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "topology/settings/config_read.h"
 
 namespace plexus::engine {
 
 namespace {
-// The rank as the launcher set it, for messages before the communicator exists.
+// The rank as the launcher set it, for messages before the communicator exists: the first
+// variable set, if it is a rank (plx_comm_init_from_env then reports a malformed one), else 0.
 int rank_from_environment() {
   for (const char* name : {"PLEXUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
                            "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+    if (const std::optional<std::string> text = env_value(name)) {
+      int64_t rank = 0;
+      std::string ignored;
+      return parse_integer_text(name, *text, 0, INT_MAX, &rank, &ignored) == PLX_SUCCESS
+                 ? static_cast<int>(rank)
+                 : 0;
+    }
   }
   return 0;
 }

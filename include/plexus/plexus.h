@@ -125,7 +125,17 @@ extern "C" {
  *   PLX_ERROR_SYSTEM            an OS call or allocation failed (errno text in the message).
  *   PLX_ERROR_INTERNAL          a Plexus bug: please report it with the message.
  */
-typedef enum plx_result_t {
+/* In C++ the enums of this header (and plugin.h) have int as their fixed underlying type, so
+ * that whatever int a C caller passes (a datatype out of range, a pre-multiplied operator) is a
+ * value the argument checks can refuse, not undefined behaviour; in C they are the same plain
+ * int-sized enums. */
+#ifdef __cplusplus
+#define PLX_ENUM_INT : int
+#else
+#define PLX_ENUM_INT
+#endif
+
+typedef enum plx_result_t PLX_ENUM_INT {
   PLX_SUCCESS = 0,
   PLX_ERROR_INVALID_ARGUMENT = 1,
   PLX_ERROR_INVALID_USAGE = 2,
@@ -142,7 +152,7 @@ typedef enum plx_result_t {
 
 /* Element types. Half types (FLOAT16 = IEEE binary16, BFLOAT16 = bfloat16) are reduced in
  * float32 and rounded back to nearest-even. */
-typedef enum plx_datatype_t {
+typedef enum plx_datatype_t PLX_ENUM_INT {
   PLX_INT8 = 0,
   PLX_UINT8 = 1,
   PLX_INT32 = 2,
@@ -159,7 +169,7 @@ typedef enum plx_datatype_t {
 /* Reduction operators. PLX_AVG is the sum divided by the communicator size (for integer types
  * the quotient is truncated toward zero, as NCCL does). Values from PLX_NUM_OPS up are
  * pre-multiplied sums made by plx_red_op_create_premul_sum(). */
-typedef enum plx_red_op_t {
+typedef enum plx_red_op_t PLX_ENUM_INT {
   PLX_SUM = 0,
   PLX_PROD = 1,
   PLX_MIN = 2,
@@ -191,6 +201,12 @@ const char* plx_get_last_error(plx_comm_t comm);
 
 /* Writes PLX_VERSION to *version. Returns PLX_ERROR_INVALID_ARGUMENT if version is NULL. */
 plx_result_t plx_get_version(int* version);
+
+/* Writes the level of libplexus's log on stderr to *level: 0 WARN, 1 INFO, 2 TRACE, as
+ * PLEXUS_DEBUG sets it (read on first use and at each communicator creation; a malformed value
+ * counts as WARN and the log says so). Lets plugins log at the library's level without reading
+ * PLEXUS_DEBUG themselves. Returns PLX_ERROR_INVALID_ARGUMENT if level is NULL. Thread-safe. */
+plx_result_t plx_get_log_level(int* level);
 
 /*
  * Creates a unique id whose rendezvous server runs in the calling process (a background thread
@@ -637,10 +653,11 @@ plx_result_t plx_mem_free(void* ptr);
 plx_result_t plx_comm_register(plx_comm_t comm, void* buff, size_t bytes, void** handle);
 plx_result_t plx_comm_deregister(plx_comm_t comm, void* handle);
 
-/* Writes the table of every PLEXUS_* environment variable libplexus reads to `out`: per
+/* Writes the table of every PLEXUS_* environment variable to `out`: those libplexus reads, then
+ * (marked "read by ...") those its tools, the engine, the Python package and the tests read. Per
  * variable its name, type (integer, bytes, string, level), default and a one-paragraph help text,
- * in the order of the table in comm/core/config.cpp. docs/tuning.md is kept in step with it by a
- * test. Returns PLX_ERROR_INVALID_ARGUMENT if out is NULL; PLX_ERROR_SYSTEM if writing fails.
+ * in the order of the table in topology/settings/config_table.cpp. docs/tuning.md is kept in step with it
+ * by a test. Returns PLX_ERROR_INVALID_ARGUMENT if out is NULL; PLX_ERROR_SYSTEM if writing fails.
  * Thread-safe. */
 plx_result_t plx_print_config(FILE* out);
 

@@ -61,7 +61,7 @@ typedef struct plx_plugin_context_t {
    * {"optimizer", "host"}; num_args is 0 for none. */
   const char* const* args;
   size_t num_args;
-  /* Gradient bucket size in bytes (from --bucket-bytes / PLEXUS_BUCKET_BYTES). */
+  /* Gradient bucket size in bytes (plexus-train --bucket-bytes). */
   size_t bucket_bytes;
   /* fields above: v1 */
   /* The three axis groups of this rank, each ordered by the axis coordinate: the data group
@@ -97,7 +97,7 @@ typedef struct plx_plugin_context_t {
  *   PLX_PIPELINE_INTERLEAVED  Megatron-LM's interleaved 1F1B: v model chunks per stage (chunk c
  *                             of stage p is global chunk c*P + p), M % P == 0; bubble
  *                             (P-1)/(v*M) for v times the point-to-point messages. */
-typedef enum plx_pipeline_schedule_t {
+typedef enum plx_pipeline_schedule_t PLX_ENUM_INT {
   PLX_PIPELINE_SIMPLE = 0,
   PLX_PIPELINE_1F1B = 1,
   PLX_PIPELINE_INTERLEAVED = 2

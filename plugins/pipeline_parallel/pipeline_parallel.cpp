@@ -13,7 +13,6 @@
 // step leaves the plugin unusable (later steps return PLX_ERROR_INVALID_USAGE); the engine then
 // aborts its world communicator, so that stages blocked on this one fail with PLX_ERROR_REMOTE
 // instead of waiting out PLEXUS_TIMEOUT_MS.
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,13 +43,10 @@ const char* schedule_name(int schedule) {
   return "?";
 }
 
-// True when PLEXUS_DEBUG asks for INFO lines (INFO or TRACE).
+// True when libplexus's log shows INFO lines (PLEXUS_DEBUG=INFO or TRACE).
 bool info_enabled() {
-  const char* env = std::getenv("PLEXUS_DEBUG");
-  if (env == nullptr) return false;
-  std::string level;
-  for (const char* c = env; *c; ++c) level += static_cast<char>(std::toupper(*c));
-  return level == "INFO" || level == "TRACE";
+  int level = 0;
+  return plx_get_log_level(&level) == PLX_SUCCESS && level >= 1;
 }
 
 struct Pipeline {

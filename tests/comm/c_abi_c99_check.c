@@ -35,6 +35,9 @@ int main(void) {
   expect(plx_get_version(NULL) == PLX_ERROR_INVALID_ARGUMENT, "plx_get_version(NULL)");
   expect(strcmp(plx_get_last_error(NULL), "plx_get_version: version is NULL") == 0,
          "plx_get_version(NULL) message");
+  expect(plx_get_log_level(&version) == PLX_SUCCESS && version >= 0 && version <= 2,
+         "plx_get_log_level");
+  expect(plx_get_log_level(NULL) == PLX_ERROR_INVALID_ARGUMENT, "plx_get_log_level(NULL)");
   expect(strncmp(plx_get_error_string(PLX_ERROR_TIMEOUT), "PLX_ERROR_TIMEOUT", 17) == 0,
          "error string");
   expect(plx_comm_rank(comm, &version) == PLX_ERROR_INVALID_ARGUMENT, "rank of NULL comm");

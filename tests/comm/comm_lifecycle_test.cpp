@@ -43,6 +43,31 @@ std::string expect_failure(plx_result_t got, plx_result_t want, const std::strin
 
 // --- In this process: no communicator needed. ---
 
+// plx_get_log_level gives PLEXUS_DEBUG's level as the library reads it at communicator creation.
+TEST(CAbi, LogLevelIsTheLibrarys) {
+  EXPECT_EQ(plx_get_log_level(nullptr), PLX_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(plx_get_last_error(nullptr), "plx_get_log_level: level is NULL");
+  for (const auto& [text, want] : {std::pair{"info", 1}, std::pair{"TRACE", 2},
+                                   std::pair{"WARN", 0}, std::pair{"loud", 0}}) {
+    const auto outcomes = run_ranks(
+        1,
+        [want = want](int rank) {
+          plx_comm_t comm = nullptr;
+          if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) return rank_failure(rank, last_error());
+          int level = -1;
+          const plx_result_t rc = plx_get_log_level(&level);
+          plx_comm_destroy(comm);
+          if (rc != PLX_SUCCESS || level != want)
+            return rank_failure(rank, "level " + std::to_string(level) + ", expected " +
+                                          std::to_string(want));
+          return 0;
+        },
+        60.0, {{"PLEXUS_FI_PROVIDER", "tcp"}, {"PLEXUS_DEBUG", text}});
+    std::string why;
+    EXPECT_TRUE(all_passed(outcomes, &why)) << "PLEXUS_DEBUG=" << text << ": " << why;
+  }
+}
+
 TEST(CAbi, VersionAndErrorStrings) {
   int version = -1;
   ASSERT_EQ(plx_get_version(&version), PLX_SUCCESS);

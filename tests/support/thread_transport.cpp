@@ -67,6 +67,7 @@ class ThreadFabric {
       if (it->src != me || it->tag != tag) continue;
       deliver(*it, buf, bytes, &req, me, peer, tag);
       dst.posted.erase(it);
+      apply_completions(me);
       return PLX_SUCCESS;
     }
     for (const PendingSend& p : dst.unexpected) {
@@ -83,6 +84,7 @@ class ThreadFabric {
       complete(req, me, PLX_SUCCESS);
     }
     dst.unexpected.push_back(std::move(pending));
+    apply_completions(me);
     return PLX_SUCCESS;
   }
 
@@ -98,6 +100,7 @@ class ThreadFabric {
       const void* src = it->req ? it->buf : it->data.data();
       deliver(recv, src, it->bytes, it->req, peer, me, tag);
       self.unexpected.erase(it);
+      apply_completions(me);
       return PLX_SUCCESS;
     }
     for (const PostedRecv& p : self.posted) {
@@ -112,6 +115,7 @@ class ThreadFabric {
   plx_result_t wait_all(int me, comm::Request* const* reqs, size_t n) {
     std::unique_lock<std::mutex> lock(mu_);
     const auto all_done = [&] {
+      apply_completions(me);
       for (size_t i = 0; i < n; ++i) {
         if (!reqs[i]->done) return false;
       }
@@ -139,6 +143,7 @@ class ThreadFabric {
 
   plx_result_t test(int me, comm::Request& req, bool* done) {
     std::lock_guard<std::mutex> lock(mu_);
+    apply_completions(me);
     *done = req.done;
     if (req.done && req.result != PLX_SUCCESS) {
       return set_error(req.result, "thread transport test: rank " + std::to_string(me) +
@@ -146,6 +151,12 @@ class ThreadFabric {
                                        " failed");
     }
     return PLX_SUCCESS;
+  }
+
+  // One progress pass of rank `me`: the completions other ranks made become visible.
+  void progress(int me) {
+    std::lock_guard<std::mutex> lock(mu_);
+    apply_completions(me);
   }
 
   std::vector<std::string> errors() const {
@@ -168,9 +179,15 @@ class ThreadFabric {
   }
 
  private:
+  struct Completion {
+    comm::Request* req;
+    plx_result_t result;
+  };
+
   struct Rank {
     std::list<PendingSend> unexpected;  // sends to this rank not yet matched
     std::list<PostedRecv> posted;       // receives of this rank not yet matched
+    std::vector<Completion> completed;  // not yet seen by the rank (apply_completions)
     std::condition_variable cv;
   };
 
@@ -189,10 +206,22 @@ class ThreadFabric {
     if (send_req) complete(*send_req, from, result);
   }
 
+  // Completes a request of rank `owner`, whichever thread matched it. As on a real transport,
+  // the rank sees it (done, result) only in its own next call (post, test, wait_all, poll_once):
+  // algorithms read Request::done after such a call, on their own thread, without a lock.
+  // Called with mu_ held.
   void complete(comm::Request& req, int owner, plx_result_t result) {
-    req.result = result;
-    req.done = true;
+    ranks_[owner].completed.push_back({&req, result});
     ranks_[owner].cv.notify_all();
+  }
+
+  // Called with mu_ held, on rank `me`'s thread.
+  void apply_completions(int me) {
+    for (const Completion& c : ranks_[me].completed) {
+      c.req->result = c.result;
+      c.req->done = true;
+    }
+    ranks_[me].completed.clear();
   }
 
   plx_result_t bad_peer(const char* op, int me, int peer) {
@@ -231,7 +260,7 @@ class ThreadTransport final : public comm::Transport {
   }
   const std::vector<uint8_t>& local_address() const override { return address_; }
   plx_result_t connect(const std::vector<std::vector<uint8_t>>&) override { return PLX_SUCCESS; }
-  void poll_once() override {}
+  void poll_once() override { fabric_.progress(rank_); }
   plx_result_t open_sibling(int, int, int, std::shared_ptr<comm::AsyncState>,
                             std::unique_ptr<comm::Transport>*) const override {
     return PLX_ERROR_UNSUPPORTED;

@@ -11,7 +11,10 @@
 //  - A second send or receive with the same (peer, tag) while the first is pending is an error.
 //  - protocol_errors() lists every violation; leftover() lists unmatched messages at the end.
 // wait_all() blocks on a condition variable (no spinning) and fails with PLX_ERROR_TIMEOUT
-// after `timeout`.
+// after `timeout`. A request that another rank's thread matches is completed (Request::done and
+// result written) only in its own rank's next call (post, test, wait_all, poll_once), as a real
+// transport completes requests in the progress calls of the thread that owns them: algorithms
+// read Request::done after such a call without a lock.
 #pragma once
 
 #include <chrono>

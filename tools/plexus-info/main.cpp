@@ -25,9 +25,6 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "plexus-info: %s\n", plx_get_last_error(nullptr));
       return 1;
     }
-    std::printf("PLEXUS_PLUGIN_PATH (string, default: unset)\n"
-                "    Colon-separated folders searched first for libplexus_plugin_<name>.so "
-                "(read by the engine).\n");
     return 0;
   }
   int version = 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/topology_bridge.h"
+#include "topology/settings/config_read.h"
 #include "tools/plexus-topo/print_collectives.h"
 #include "tools/plexus-topo/print_groups.h"
 #include "tools/plexus-topo/print_tree.h"
@@ -39,8 +40,8 @@ int fail(plx_result_t code, const std::string& message) {
 // The file named by --topo-file, else PLEXUS_TOPO_FILE, whole; else this host.
 plx_result_t load(const std::string& file, ClusterTopology* cluster, std::string* origin,
                   std::string* error) {
-  const char* env = std::getenv("PLEXUS_TOPO_FILE");
-  std::string path = !file.empty() ? file : env != nullptr ? env : "";
+  const std::string path =
+      !file.empty() ? file : plexus::config_text("PLEXUS_TOPO_FILE").value_or("");
   if (!path.empty()) {
     *origin = file.empty() ? "PLEXUS_TOPO_FILE=" + path : path;
     plx_result_t rc = read_topology_file(path, cluster, error);
@@ -114,8 +115,7 @@ int main(int argc, char** argv) {
   if (!plexus::topo_tool::parse_size_list(chunk_text, &chunk, &error) || chunk.size() != 1)
     return fail(PLX_ERROR_INVALID_ARGUMENT,
                 "--chunk-bytes: \"" + chunk_text + "\" is not one byte count in 1..1T");
-  const char* cost_model_env = std::getenv("PLEXUS_COST_MODEL");
-  const std::string cost_model = cost_model_env != nullptr ? cost_model_env : "";
+  const std::string cost_model = plexus::config_text("PLEXUS_COST_MODEL").value_or("");
   if (!cost_model.empty() &&
       plexus::comm::TopologyCostModel::check_cost_model_text(cost_model, &error) != PLX_SUCCESS) {
     return fail(PLX_ERROR_INVALID_ARGUMENT, error);  // before anything is printed
@@ -125,11 +125,11 @@ int main(int argc, char** argv) {
   std::string origin;
   if (plx_result_t rc = load(file, &cluster, &origin, &error); rc != PLX_SUCCESS)
     return fail(rc, error);
-  if (const char* dump = std::getenv("PLEXUS_TOPO_DUMP_FILE");
-      dump != nullptr && *dump != '\0' && origin.rfind("discovered", 0) != 0) {
+  if (const std::optional<std::string> dump = plexus::config_text("PLEXUS_TOPO_DUMP_FILE");
+      dump && origin.rfind("discovered", 0) != 0) {
     // A discovered host was dumped by this_host_topology(); a file read is dumped here.
-    if (plx_result_t rc = write_text_file(dump, json_text(cluster), &error); rc != PLX_SUCCESS)
-      return fail(rc, "PLEXUS_TOPO_DUMP_FILE=" + std::string(dump) + ": " + error);
+    if (plx_result_t rc = write_text_file(*dump, json_text(cluster), &error); rc != PLX_SUCCESS)
+      return fail(rc, "PLEXUS_TOPO_DUMP_FILE=" + *dump + ": " + error);
   }
   if (json) {
     std::fputs(json_text(cluster).c_str(), stdout);

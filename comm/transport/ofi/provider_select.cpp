@@ -57,9 +57,9 @@ void contain_psm_signal_handlers() {
       sigaction(signo, &fallback, nullptr);
     }
   }
-  const char* forced = std::getenv("PLEXUS_FI_PROVIDER");
+  const std::optional<std::string> forced = config_string("PLEXUS_FI_PROVIDER");
   if (std::getenv("FI_PROVIDER") == nullptr &&
-      (forced == nullptr || std::strstr(forced, "psm") == nullptr)) {
+      (!forced || forced->find("psm") == std::string::npos)) {
     setenv("FI_PROVIDER", "^psm,psm2,psm3", 0);
   }
 }
