@@ -47,6 +47,14 @@ int allreduce_checked(plx_comm_t comm, int rank, int size) {
   return 0;
 }
 
+// The rest of a job rank once its communicator call returned `created`: an allreduce, checked,
+// and a clean destroy.
+int use_and_destroy(int rank, plx_result_t created, plx_comm_t comm, const char* how) {
+  if (created != PLX_SUCCESS) return rank_failure(rank, std::string(how) + ": " + last_error());
+  if (int failed = allreduce_checked(comm, rank, 2)) return failed;
+  return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
+}
+
 // A two-rank job whose ranks are run_ranks' 0 and 1; a run_ranks rank above 1 is a stranger
 // that claims rank 1 of the same address and must be refused.
 // Makes this child one of a two-rank job (run_ranks started more children than that).
@@ -79,11 +87,8 @@ int job_or_stranger(int rank, const char* stranger_token) {
   // Rank 1 arrives late, so the strangers reach the root first.
   if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   plx_comm_t comm = nullptr;
-  if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
-    return rank_failure(rank, "plx_comm_init_from_env: " + last_error());
-  }
-  if (int failed = allreduce_checked(comm, rank, 2)) return failed;
-  return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
+  const plx_result_t created = plx_comm_init_from_env(&comm);
+  return use_and_destroy(rank, created, comm, "plx_comm_init_from_env");
 }
 
 TEST(RendezvousSecurity, StrangersWithAnotherTokenOrNoneAreRefusedAndTheJobRuns) {
@@ -125,11 +130,8 @@ TEST(RendezvousSecurity, LauncherJobIdsKeepJobsApart) {
     }
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     plx_comm_t comm = nullptr;
-    if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
-      return rank_failure(rank, "plx_comm_init_from_env: " + last_error());
-    }
-    if (int failed = allreduce_checked(comm, rank, 2)) return failed;
-    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
+    const plx_result_t created = plx_comm_init_from_env(&comm);
+    return use_and_destroy(rank, created, comm, "plx_comm_init_from_env");
   }, 120, {{"PLEXUS_FI_PROVIDER", "tcp"}, {"PLEXUS_TIMEOUT_MS", "30000"}});
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
@@ -156,11 +158,8 @@ TEST(RendezvousSecurity, AJobRestartedAtOnceOnItsPredecessorsPortBindsIt) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto outcomes = run_ranks(2, [](int rank) {
       plx_comm_t comm = nullptr;
-      if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
-        return rank_failure(rank, "plx_comm_init_from_env: " + last_error());
-      }
-      if (int failed = allreduce_checked(comm, rank, 2)) return failed;
-      return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
+      const plx_result_t created = plx_comm_init_from_env(&comm);
+      return use_and_destroy(rank, created, comm, "plx_comm_init_from_env");
     }, 120, {{"PLEXUS_FI_PROVIDER", "tcp"}, {"PLEXUS_MASTER_PORT", port}});
     std::string why;
     ASSERT_TRUE(all_passed(outcomes, &why)) << "run " << attempt << " on port " << port << ": "
@@ -230,11 +229,8 @@ plx_unique_id_t unique_id_on(int port) {
 void expect_job_runs(const plx_unique_id_t& id) {
   auto outcomes = run_ranks(2, [&](int rank) {
     plx_comm_t comm = nullptr;
-    if (plx_comm_init_rank(&comm, 2, id, rank) != PLX_SUCCESS) {
-      return rank_failure(rank, "plx_comm_init_rank: " + last_error());
-    }
-    if (int failed = allreduce_checked(comm, rank, 2)) return failed;
-    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
+    const plx_result_t created = plx_comm_init_rank(&comm, 2, id, rank);
+    return use_and_destroy(rank, created, comm, "plx_comm_init_rank");
   }, 120, {{"PLEXUS_FI_PROVIDER", "tcp"}, {"PLEXUS_TIMEOUT_MS", "30000"}});
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
