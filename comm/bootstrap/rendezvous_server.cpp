@@ -11,6 +11,7 @@
 #include <boost/asio.hpp>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -520,7 +521,14 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
   impl->port = impl->acceptor.local_endpoint().port();
   log_message(LogLevel::Info, "rendezvous server listening on {}:{}", host, impl->port);
   Impl* raw = impl.get();
+  // start() returns once the server's thread is serving: a process that forks right after (a
+  // launcher, a test starting its ranks) then never copies that thread half-way through its
+  // start-up, holding a lock of the allocator's that the child could never take again.
+  std::promise<void> serving;
+  std::future<void> serving_future = serving.get_future();
+  asio::post(impl->io, [&serving] { serving.set_value(); });
   impl->thread = std::thread([raw] { raw->run(); });
+  serving_future.wait();
   out->reset(new RendezvousServer(std::move(impl)));
   return PLX_SUCCESS;
 }

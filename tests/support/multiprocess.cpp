@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,10 +44,23 @@ std::vector<RankOutcome> run_ranks(int n, const std::function<int(int rank)>& bo
                                         random());
   std::fflush(stdout);
   std::fflush(stderr);
+  // A start gate: every child waits until all are forked. A rank that ran at once could make
+  // this process's own threads busy (the rendezvous server plx_get_unique_id started here, say)
+  // while the next fork copies it; a lock one of them held at that moment (the sanitizers'
+  // allocator has no fork handlers) would then stay locked forever in the new child.
+  int gate[2] = {-1, -1};
+  if (pipe(gate) != 0) gate[0] = gate[1] = -1;
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
+      if (gate[1] >= 0) {
+        close(gate[1]);
+        char byte;
+        while (read(gate[0], &byte, 1) < 0 && errno == EINTR) {
+        }
+        close(gate[0]);  // EOF: the parent closed its end after the last fork
+      }
       setenv("PLEXUS_RANK", std::to_string(r).c_str(), 1);
       setenv("PLEXUS_WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("PLEXUS_LOCAL_RANK", std::to_string(r).c_str(), 1);
@@ -66,6 +80,10 @@ std::vector<RankOutcome> run_ranks(int n, const std::function<int(int rank)>& bo
       _exit(code);
     }
     pids[r] = pid;
+  }
+  if (gate[1] >= 0) {
+    close(gate[1]);
+    close(gate[0]);
   }
   std::vector<RankOutcome> out(n);
   for (int r = 0; r < n; ++r) out[r].rank = r;
