@@ -27,10 +27,12 @@ using namespace plexus::comm::capi;  // NOLINT: the shared bodies
 // still takes part in the collective's signature comparison (CollectiveOp::refused, run on the
 // progress thread), so every other rank fails with PLX_ERROR_MISMATCH naming this one instead of
 // waiting out PLEXUS_TIMEOUT_MS for data that will never come, and the communicator stays
-// usable on all of them. Only where that comparison runs (PLEXUS_CHECK_ARGS=1, more than one
-// rank), outside a group, and for collectives (a send or receive has one peer, which times out).
+// usable on all of them. Inside a group the comparison takes the call's place in the group, and
+// the group fails at plx_group_end on every rank (submit.h). Only where that comparison runs
+// (PLEXUS_CHECK_ARGS=1, more than one rank), and for collectives (a send or receive has one
+// peer, which times out).
 plx_result_t refuse(const char* fn, plx_comm* comm, plx_result_t error) {
-  if (error != PLX_ERROR_INVALID_ARGUMENT || !comm->check_args || comm->size < 2 || in_group()) {
+  if (error != PLX_ERROR_INVALID_ARGUMENT || !comm->check_args || comm->size < 2) {
     return error;
   }
   std::string_view name(fn);
@@ -43,7 +45,7 @@ plx_result_t refuse(const char* fn, plx_comm* comm, plx_result_t error) {
   refused.refused = true;
   refused.args.collective = *collective;
   refused.tag_base = comm->next_tag_base();
-  submit_detached(comm, refused);
+  submit_refused(comm, refused);
   return plexus::set_error(error, message);
 }
 

@@ -63,7 +63,11 @@ plx_result_t submit_p2p(plx_comm* comm, const P2POp& op, plx_request_t* request)
   return submit(comm, request, [&](Task& task) { task.p2p.push_back(op); });
 }
 
-void submit_detached(plx_comm* comm, const CollectiveOp& op) {
+void submit_refused(plx_comm* comm, const CollectiveOp& op) {
+  if (g_group.depth > 0) {
+    group_task(comm)->collectives.push_back(op);
+    return;
+  }
   auto task = std::make_shared<Task>();
   task->collectives.push_back(op);
   comm->executor->submit(task);

@@ -23,9 +23,12 @@ namespace plexus::comm {
 // `request` NULL: blocking. The op's tag base must already be set.
 plx_result_t submit_collective(plx_comm* comm, const CollectiveOp& op, plx_request_t* request);
 plx_result_t submit_p2p(plx_comm* comm, const P2POp& op, plx_request_t* request);
-// Queues `op` for the progress thread with nobody to wait for it; its result is dropped (a
-// refused call's signature comparison, c_api_collectives.cpp). Never inside a group.
-void submit_detached(plx_comm* comm, const CollectiveOp& op);
+// A refused call's signature comparison (op.refused; c_api_collectives.cpp). Outside a group it
+// goes to the progress thread with nobody to wait for it, its result dropped; inside one it takes
+// the refused call's place in the group's task, so the group fails at plx_group_end on every
+// rank, there too, at the refused call's position (the operations queued before it complete).
+// No completion step is attached.
+void submit_refused(plx_comm* comm, const CollectiveOp& op);
 // A custom step (comm split), always blocking and never inside a group.
 plx_result_t submit_body(plx_comm* comm, std::function<plx_result_t()> body);
 

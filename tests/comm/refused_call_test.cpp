@@ -4,7 +4,8 @@
 // PLX_ERROR_INVALID_ARGUMENT on that rank without waiting, and that rank still takes part in the
 // signature comparison, so the others return PLX_ERROR_MISMATCH naming it within seconds
 // (PLEXUS_TIMEOUT_MS is 60 s here) instead of waiting for data that never comes; afterwards a
-// correct collective succeeds on every rank. Blocking and non-blocking, on every transport.
+// correct collective succeeds on every rank. Blocking, non-blocking and inside a group, on every
+// transport.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -87,6 +88,73 @@ TEST_P(RefusedCallTest, TheOtherRanksFailAtOnceNamingTheRefusingRank) {
           again[0] != static_cast<float>(n * (n + 1) / 2)) {
         return rank_failure(rank, std::string(form) + " after the refusal: " + message);
       }
+    }
+    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error_text());
+  }, 240, transport_env(c.transport, 60000));
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+// Inside a group: an allreduce every rank calls correctly, then one the last rank refuses (a
+// NULL send buffer), then a broadcast. The refusing rank's call fails at once; plx_group_end
+// fails on every rank within seconds, the others naming the refusing rank; the first
+// allreduce's result is right everywhere (it ran before the refused position); afterwards a
+// correct group succeeds.
+TEST_P(RefusedCallTest, ARefusalInsideAGroupFailsTheGroupEverywhereAfterTheCallsBeforeIt) {
+  const RankCase c = GetParam();
+  auto outcomes = run_ranks(c.ranks, [n = c.ranks](int rank) {
+    plx_comm_t comm = nullptr;
+    if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
+      return rank_failure(rank, "init: " + last_error_text());
+    }
+    const int refusing = n - 1;
+    const float expected_sum = static_cast<float>(n * (n + 1) / 2);
+    for (bool refuse : {true, false}) {
+      std::vector<float> first(256, static_cast<float>(rank + 1));
+      std::vector<float> second(1024, static_cast<float>(rank + 1));
+      std::vector<float> third(64, rank == 0 ? 7.0f : 0.0f);
+      const auto start = Clock::now();
+      if (plx_group_start() != PLX_SUCCESS) return rank_failure(rank, "group_start");
+      plx_result_t call = plx_allreduce(first.data(), first.data(), first.size(), PLX_FLOAT32,
+                                        PLX_SUM, comm, nullptr);
+      if (call != PLX_SUCCESS) return rank_failure(rank, "queueing the first allreduce");
+      const bool refusing_now = refuse && rank == refusing;
+      call = plx_allreduce(refusing_now ? nullptr : second.data(), second.data(), second.size(),
+                           PLX_FLOAT32, PLX_SUM, comm, nullptr);
+      const std::string call_message = last_error_text();
+      if (refusing_now != (call == PLX_ERROR_INVALID_ARGUMENT)) {
+        return rank_failure(rank, std::string("the grouped allreduce returned ") +
+                                      plx_get_error_string(call) + " \"" + call_message + "\"");
+      }
+      if (refusing_now && call_message.find("sendbuf") == std::string::npos) {
+        return rank_failure(rank, "the refusal does not name sendbuf: " + call_message);
+      }
+      call = plx_broadcast(third.data(), third.data(), third.size(), PLX_FLOAT32, 0, comm,
+                           nullptr);
+      if (call != PLX_SUCCESS) return rank_failure(rank, "queueing the broadcast");
+      const plx_result_t ended = plx_group_end();
+      const std::string message = last_error_text();
+      const double took = std::chrono::duration<double>(Clock::now() - start).count();
+      if (first[0] != expected_sum || first[255] != expected_sum) {
+        return rank_failure(rank, "the allreduce before the refusal gave " +
+                                      std::to_string(first[0]));
+      }
+      if (!refuse) {
+        if (ended != PLX_SUCCESS || second[1023] != expected_sum || third[63] != 7.0f) {
+          return rank_failure(rank, "the correct group after the refusal: " + message);
+        }
+        continue;
+      }
+      const std::string named = "rank " + std::to_string(refusing) +
+                                " called allreduce with arguments it refused";
+      if (ended != PLX_ERROR_MISMATCH ||
+          (rank != refusing && message.find(named) == std::string::npos)) {
+        return rank_failure(rank, std::string("plx_group_end: ") + plx_get_error_string(ended) +
+                                      " \"" + message + "\", expected a mismatch naming rank " +
+                                      std::to_string(refusing));
+      }
+      if (rank == 0) std::printf("group: rank 0 failed after %.3f s: %s\n", took, message.c_str());
+      if (took > 5.0) return rank_failure(rank, "took " + std::to_string(took) + " s");
     }
     return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error_text());
   }, 240, transport_env(c.transport, 60000));
