@@ -49,13 +49,23 @@ struct Prod {
   template <class W>
   __device__ static W apply(W a, W b) { return mul(a, b); }
 };
+// Min and max propagate NaN, as the host kernel does (comm/reduce/reduce.cpp): a NaN operand
+// makes the result NaN whichever side it is on.
+template <class W>
+__device__ __forceinline__ bool is_nan(W x) {
+  if constexpr (std::is_floating_point_v<W>) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
 struct Min {
   template <class W>
-  __device__ static W apply(W a, W b) { return b < a ? b : a; }
+  __device__ static W apply(W a, W b) { return b < a || is_nan(b) ? b : a; }
 };
 struct Max {
   template <class W>
-  __device__ static W apply(W a, W b) { return a < b ? b : a; }
+  __device__ static W apply(W a, W b) { return a < b || is_nan(b) ? b : a; }
 };
 
 // How a stored element widens to the type the op computes in, and narrows back.

@@ -77,16 +77,27 @@ struct Prod {
     return mul(a, b);
   }
 };
+// Min and max propagate NaN, as IEEE 754-2019's minimum/maximum and PyTorch's torch.min/max
+// do: a NaN operand makes the result NaN whatever the order the ranks are combined in (a bare
+// `b < a ? b : a` would keep or drop it depending on which side it came from).
+template <class T>
+PLX_INLINE bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
 struct Min {
   template <class T>
   static PLX_INLINE T apply(T a, T b) {
-    return b < a ? b : a;
+    return b < a || is_nan(b) ? b : a;
   }
 };
 struct Max {
   template <class T>
   static PLX_INLINE T apply(T a, T b) {
-    return a < b ? b : a;
+    return a < b || is_nan(b) ? b : a;
   }
 };
 

@@ -167,8 +167,11 @@ typedef enum plx_datatype_t PLX_ENUM_INT {
 } plx_datatype_t;
 
 /* Reduction operators. PLX_AVG is the sum divided by the communicator size (for integer types
- * the quotient is truncated toward zero, as NCCL does). Values from PLX_NUM_OPS up are
- * pre-multiplied sums made by plx_red_op_create_premul_sum(). */
+ * the quotient is truncated toward zero, as NCCL does). PLX_MIN and PLX_MAX propagate NaN on the
+ * floating types: an element that is NaN on any rank is NaN in the result, on every algorithm,
+ * transport and buffer kind, whatever order the ranks are combined in (as IEEE 754-2019's
+ * minimum/maximum and PyTorch's torch.min/torch.max do; C's fmin/fmax would drop it). Values
+ * from PLX_NUM_OPS up are pre-multiplied sums made by plx_red_op_create_premul_sum(). */
 typedef enum plx_red_op_t PLX_ENUM_INT {
   PLX_SUM = 0,
   PLX_PROD = 1,

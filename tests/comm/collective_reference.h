@@ -17,6 +17,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,26 @@ inline bool is_unsigned(plx_datatype_t dt) {
   return dt == PLX_UINT8 || dt == PLX_UINT32 || dt == PLX_UINT64;
 }
 
-// Stores the small integer v as one element of dt (integers wrap modulo 2^bits).
+// Stands for NaN among the small integers the references compute with (floating types only).
+constexpr int64_t kNaNInput = INT64_MIN;
+
+inline bool is_floating(plx_datatype_t dt) {
+  return dt == PLX_FLOAT16 || dt == PLX_BFLOAT16 || dt == PLX_FLOAT32 || dt == PLX_FLOAT64;
+}
+
+// Stores the small integer v as one element of dt (integers wrap modulo 2^bits); kNaNInput as
+// the datatype's quiet NaN.
 inline void encode(plx_datatype_t dt, int64_t v, unsigned char* p) {
   const auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  if (v == kNaNInput && is_floating(dt)) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    switch (dt) {
+      case PLX_FLOAT16: return put(comm::float_to_half(nan));
+      case PLX_BFLOAT16: return put(comm::float_to_bf16(nan));
+      case PLX_FLOAT32: return put(nan);
+      default: return put(std::numeric_limits<double>::quiet_NaN());
+    }
+  }
   switch (dt) {
     case PLX_INT8: return put(static_cast<int8_t>(v));
     case PLX_UINT8: return put(static_cast<uint8_t>(v));
@@ -222,8 +240,16 @@ inline size_t matrix_scrambled_index(size_t g) {
 }
 
 // Rank r's reduction input at global element g (for reduce_scatter, g runs over all n blocks).
+// Min and max of the floating types see NaN as well: rank r's input is NaN at about one element
+// in 17 (ranks r and r + 4 at the same ones), and plexus.h says the result there is NaN,
+// whichever algorithm runs and in whatever order it combines the ranks.
 inline int64_t matrix_input(plx_red_op_t op, plx_datatype_t dt, int r, size_t g) {
-  return allreduce_input(op, dt, r, matrix_scrambled_index(g));
+  const size_t index = matrix_scrambled_index(g);
+  if ((op == PLX_MIN || op == PLX_MAX) && is_floating(dt) &&
+      index % 17 == static_cast<size_t>(r % 4) + 1) {
+    return kNaNInput;
+  }
+  return allreduce_input(op, dt, r, index);
 }
 
 // Encodes rank r's inputs for elements first..first+count-1 into out (count elements of dt).
@@ -243,6 +269,12 @@ inline void matrix_reference(plx_red_op_t op, int64_t scale, plx_datatype_t dt, 
   const size_t elem = comm::datatype_bytes(dt);
   for (size_t i = 0; i < count; ++i) {
     const size_t g = first + i;
+    bool nan = false;  // any rank's NaN makes the result NaN
+    for (int r = 0; r < n; ++r) nan = nan || matrix_input(op, dt, r, g) == kNaNInput;
+    if (nan) {
+      encode(dt, kNaNInput, out + i * elem);
+      continue;
+    }
     int64_t acc = scale * matrix_input(op, dt, 0, g);
     for (int r = 1; r < n; ++r) {
       const int64_t v = scale * matrix_input(op, dt, r, g);

@@ -9,11 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -279,6 +281,54 @@ TEST(Reduce, EveryDatatypeAndOpMatchesScalarReference) {
   check_kernels<BF16Traits>(PLX_BFLOAT16);
   check_kernels<FloatTraits<float>>(PLX_FLOAT32);
   check_kernels<FloatTraits<double>>(PLX_FLOAT64);
+}
+
+// Min and max propagate NaN (plexus.h): a NaN on either side, at any position (the head before
+// the cache-line boundary and the vector body alike), gives NaN, and elsewhere the ordinary
+// minimum or maximum; reduce_into and reduce_copy alike, in every floating datatype.
+template <class T>
+void check_nan_min_max(plx_datatype_t dt, T nan, const std::function<T(float)>& from,
+                       const std::function<float(T)>& to) {
+  const size_t count = 257;
+  for (plx_red_op_t op : {PLX_MIN, PLX_MAX}) {
+    for (int nan_side = 0; nan_side < 3; ++nan_side) {  // in a, in b, in both
+      std::vector<T> a(count), b(count), out(count);
+      for (size_t i = 0; i < count; ++i) {
+        a[i] = from(static_cast<float>(i % 7));
+        b[i] = from(static_cast<float>((i * 5) % 11) - 3.0f);
+        if (i % 10 == 3 && nan_side != 1) a[i] = nan;
+        if (i % 10 == 3 && nan_side != 0) b[i] = nan;
+      }
+      std::vector<T> into = a;
+      reduce_copy(out.data(), a.data(), b.data(), count, dt, op);
+      reduce_into(into.data(), b.data(), count, dt, op);
+      for (size_t i = 0; i < count; ++i) {
+        const float x = to(a[i]), y = to(b[i]);
+        for (const std::vector<T>* result : {&out, &into}) {
+          const float got = to((*result)[i]);
+          if (i % 10 == 3) {
+            ASSERT_TRUE(std::isnan(got)) << "datatype " << dt << " op " << op << " NaN side "
+                                         << nan_side << " index " << i << ": " << got;
+          } else {
+            ASSERT_EQ(got, op == PLX_MIN ? std::min(x, y) : std::max(x, y))
+                << "datatype " << dt << " op " << op << " index " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, MinAndMaxPropagateNaN) {
+  check_nan_min_max<float>(PLX_FLOAT32, std::numeric_limits<float>::quiet_NaN(),
+                           [](float v) { return v; }, [](float v) { return v; });
+  check_nan_min_max<double>(PLX_FLOAT64, std::numeric_limits<double>::quiet_NaN(),
+                            [](float v) { return static_cast<double>(v); },
+                            [](double v) { return static_cast<float>(v); });
+  check_nan_min_max<uint16_t>(PLX_FLOAT16, 0x7e00, [](float v) { return float_to_half(v); },
+                              [](uint16_t v) { return half_to_float(v); });
+  check_nan_min_max<uint16_t>(PLX_BFLOAT16, 0x7fc0, [](float v) { return float_to_bf16(v); },
+                              [](uint16_t v) { return bf16_to_float(v); });
 }
 
 // The kernels run the elements before dst's first 64-byte boundary on their own: every start
