@@ -119,7 +119,12 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
     Signature refused;
     refused.collective = static_cast<uint8_t>(a.collective);
     refused.flags = kSignatureRefused;
-    return compare_signatures(*comm->transport, op.tag_base, refused, describe);
+    PLX_CHECK(compare_signatures(*comm->transport, op.tag_base, refused, describe));
+    // Every rank refused it: the call failed on each already; a group holding it fails too.
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("rank {}: every rank refused the arguments of its {} in this "
+                                 "group (each call failed with PLX_ERROR_INVALID_ARGUMENT)",
+                                 comm->rank, collective_name(a.collective)));
   }
   a.chunk_bytes = comm->chunk_bytes;
   a.lane_step_bytes = hierarchical_lane_step_bytes(comm->chunk_bytes, comm->cost.inter_alpha_s,
@@ -221,8 +226,24 @@ void run_task(plx_comm* comm, Task& task) {
       if (result != PLX_SUCCESS) break;
       ++posted;
     }
+    // A failure every rank agrees on (a signature mismatch, or a call every rank refused) stops
+    // every rank at the same collective of the group, before it moves any data; the sends and
+    // receives posted above are matched by the peers' own, which they finish too. Finish them
+    // here as well, so that nothing writes into the caller's buffers after the call returns.
+    bool agreed_failure = false;
     for (size_t i = 0; result == PLX_SUCCESS && i < task.collectives.size(); ++i) {
       result = run_collective(comm, task.collectives[i]);
+      agreed_failure = result == PLX_ERROR_MISMATCH ||
+                       (task.collectives[i].refused && result == PLX_ERROR_INVALID_ARGUMENT);
+    }
+    if (agreed_failure && posted > 0) {
+      const plx_result_t failure = result;
+      const std::string why = last_error();
+      std::vector<Request*> pointers;
+      for (size_t i = 0; i < posted; ++i) pointers.push_back(&requests[i]);
+      const plx_result_t drained = comm->transport->wait_all(pointers.data(), pointers.size());
+      if (drained == PLX_SUCCESS) posted = 0;  // nothing left in flight: no leak below
+      result = set_error(failure, why);
     }
     if (result == PLX_SUCCESS && posted > 0 && task.may_park) {
       // Posted: the executor drives it from now on (task.h), and goes on with later tasks.

@@ -26,7 +26,7 @@ plx_result_t submit_p2p(plx_comm* comm, const P2POp& op, plx_request_t* request)
 // A refused call's signature comparison (op.refused; c_api_collectives.cpp). Outside a group it
 // goes to the progress thread with nobody to wait for it, its result dropped; inside one it takes
 // the refused call's place in the group's task, so the group fails at plx_group_end on every
-// rank, there too, at the refused call's position (the operations queued before it complete).
+// rank at the refused call's position (run_task.cpp finishes the group's sends and receives).
 // No completion step is attached.
 void submit_refused(plx_comm* comm, const CollectiveOp& op);
 // A custom step (comm split), always blocking and never inside a group.

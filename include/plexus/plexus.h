@@ -318,8 +318,11 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  *    collective returns PLX_ERROR_INVALID_ARGUMENT still takes part in the signature
  *    comparison, so the others fail at once naming it, "rank R called allreduce with arguments
  *    it refused ...", and the communicator stays usable everywhere; inside a group the
- *    comparison takes the refused call's place, and plx_group_end then fails on every rank
- *    with PLX_ERROR_MISMATCH naming it, after the group's earlier operations completed);
+ *    comparison takes the refused call's place, and plx_group_end then fails on every rank,
+ *    with PLX_ERROR_MISMATCH naming it, or PLX_ERROR_INVALID_ARGUMENT where every rank refused
+ *    it: the group's sends and receives complete, its collectives before the refused one ran
+ *    (on host buffers their results are in place; a failed group's device outputs are
+ *    unspecified) and those after it did not);
  *    PLX_ERROR_REMOTE,
  *    PLX_ERROR_TIMEOUT, PLX_ERROR_TRANSPORT or PLX_ERROR_ABORTED as described with the result
  *    codes (output buffers are then unspecified). Argument errors are found before anything is

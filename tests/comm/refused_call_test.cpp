@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,24 @@ plx_result_t allreduce(plx_comm_t comm, bool refusing, bool nonblocking, std::ve
   return result;
 }
 
-TEST_P(RefusedCallTest, TheOtherRanksFailAtOnceNamingTheRefusingRank) {
-  const RankCase c = GetParam();
-  auto outcomes = run_ranks(c.ranks, [n = c.ranks](int rank) {
+// Runs `body` on every rank of the case with a world communicator (PLEXUS_TIMEOUT_MS 60 s),
+// then destroys it; body returns 0 or rank_failure(...).
+void on_every_rank(const RankCase& c,
+                   const std::function<int(int rank, int n, plx_comm_t)>& body) {
+  auto outcomes = run_ranks(c.ranks, [&, n = c.ranks](int rank) {
     plx_comm_t comm = nullptr;
     if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
       return rank_failure(rank, "init: " + last_error_text());
     }
+    if (const int failed = body(rank, n, comm); failed != 0) return failed;
+    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error_text());
+  }, 240, transport_env(c.transport, 60000));
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+TEST_P(RefusedCallTest, TheOtherRanksFailAtOnceNamingTheRefusingRank) {
+  on_every_rank(GetParam(), [](int rank, int n, plx_comm_t comm) {
     const int refusing = n - 1;
     for (bool nonblocking : {false, true}) {
       const char* form = nonblocking ? "plx_iallreduce" : "plx_allreduce";
@@ -89,36 +101,42 @@ TEST_P(RefusedCallTest, TheOtherRanksFailAtOnceNamingTheRefusingRank) {
         return rank_failure(rank, std::string(form) + " after the refusal: " + message);
       }
     }
-    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error_text());
-  }, 240, transport_env(c.transport, 60000));
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+    return 0;
+  });
 }
 
-// Inside a group: an allreduce every rank calls correctly, then one the last rank refuses (a
-// NULL send buffer), then a broadcast. The refusing rank's call fails at once; plx_group_end
-// fails on every rank within seconds, the others naming the refusing rank; the first
-// allreduce's result is right everywhere (it ran before the refused position); afterwards a
-// correct group succeeds.
+// Inside a group: a ring exchange (a send to the next rank, a receive from the previous), an
+// allreduce every rank calls correctly, then one that the last rank (or, in the second round,
+// every rank) refuses with a NULL send buffer, then a broadcast. The refusing call fails at
+// once; plx_group_end fails on every rank within seconds, with a mismatch naming the refusing
+// rank (PLX_ERROR_INVALID_ARGUMENT where every rank refused); the exchange and the first
+// allreduce completed with the right values everywhere, the broadcast after the refusal did not
+// run; afterwards a correct group succeeds.
 TEST_P(RefusedCallTest, ARefusalInsideAGroupFailsTheGroupEverywhereAfterTheCallsBeforeIt) {
-  const RankCase c = GetParam();
-  auto outcomes = run_ranks(c.ranks, [n = c.ranks](int rank) {
-    plx_comm_t comm = nullptr;
-    if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
-      return rank_failure(rank, "init: " + last_error_text());
-    }
+  on_every_rank(GetParam(), [](int rank, int n, plx_comm_t comm) {
     const int refusing = n - 1;
     const float expected_sum = static_cast<float>(n * (n + 1) / 2);
-    for (bool refuse : {true, false}) {
+    enum Round { kOneRefuses, kAllRefuse, kNoneRefuses };
+    for (Round round : {kOneRefuses, kAllRefuse, kNoneRefuses}) {
       std::vector<float> first(256, static_cast<float>(rank + 1));
       std::vector<float> second(1024, static_cast<float>(rank + 1));
       std::vector<float> third(64, rank == 0 ? 7.0f : 0.0f);
+      std::vector<float> outgoing(512, static_cast<float>(100 + rank)), incoming(512, -1.0f);
       const auto start = Clock::now();
       if (plx_group_start() != PLX_SUCCESS) return rank_failure(rank, "group_start");
-      plx_result_t call = plx_allreduce(first.data(), first.data(), first.size(), PLX_FLOAT32,
-                                        PLX_SUM, comm, nullptr);
-      if (call != PLX_SUCCESS) return rank_failure(rank, "queueing the first allreduce");
-      const bool refusing_now = refuse && rank == refusing;
+      plx_result_t call = plx_send(outgoing.data(), outgoing.size(), PLX_FLOAT32,
+                                   (rank + 1) % n, comm, nullptr);
+      if (call == PLX_SUCCESS) {
+        call = plx_recv(incoming.data(), incoming.size(), PLX_FLOAT32, (rank + n - 1) % n, comm,
+                        nullptr);
+      }
+      if (call == PLX_SUCCESS) {
+        call = plx_allreduce(first.data(), first.data(), first.size(), PLX_FLOAT32, PLX_SUM,
+                             comm, nullptr);
+      }
+      if (call != PLX_SUCCESS) return rank_failure(rank, "queueing: " + last_error_text());
+      const bool refusing_now =
+          round == kAllRefuse || (round == kOneRefuses && rank == refusing);
       call = plx_allreduce(refusing_now ? nullptr : second.data(), second.data(), second.size(),
                            PLX_FLOAT32, PLX_SUM, comm, nullptr);
       const std::string call_message = last_error_text();
@@ -135,31 +153,44 @@ TEST_P(RefusedCallTest, ARefusalInsideAGroupFailsTheGroupEverywhereAfterTheCalls
       const plx_result_t ended = plx_group_end();
       const std::string message = last_error_text();
       const double took = std::chrono::duration<double>(Clock::now() - start).count();
+      const std::string in_round = " (round " + std::to_string(round) + ")";
       if (first[0] != expected_sum || first[255] != expected_sum) {
         return rank_failure(rank, "the allreduce before the refusal gave " +
-                                      std::to_string(first[0]));
+                                      std::to_string(first[0]) + in_round);
       }
-      if (!refuse) {
+      const float sent_to_me = static_cast<float>(100 + (rank + n - 1) % n);
+      if (incoming[0] != sent_to_me || incoming[511] != sent_to_me) {
+        return rank_failure(rank, "the grouped receive holds " + std::to_string(incoming[0]) +
+                                      ", expected " + std::to_string(sent_to_me) + in_round);
+      }
+      if (round == kNoneRefuses) {
         if (ended != PLX_SUCCESS || second[1023] != expected_sum || third[63] != 7.0f) {
-          return rank_failure(rank, "the correct group after the refusal: " + message);
+          return rank_failure(rank, "the correct group after the refusals: " + message);
         }
         continue;
       }
-      const std::string named = "rank " + std::to_string(refusing) +
-                                " called allreduce with arguments it refused";
-      if (ended != PLX_ERROR_MISMATCH ||
+      if (rank != 0 && third[0] != 0.0f) {
+        return rank_failure(rank, "the broadcast after the refused call ran" + in_round);
+      }
+      const plx_result_t expected_code =
+          round == kAllRefuse ? PLX_ERROR_INVALID_ARGUMENT : PLX_ERROR_MISMATCH;
+      const std::string named = round == kAllRefuse
+                                    ? std::string("every rank refused the arguments of its "
+                                                  "allreduce")
+                                    : "rank " + std::to_string(refusing) +
+                                          " called allreduce with arguments it refused";
+      if (ended != expected_code ||
           (rank != refusing && message.find(named) == std::string::npos)) {
         return rank_failure(rank, std::string("plx_group_end: ") + plx_get_error_string(ended) +
-                                      " \"" + message + "\", expected a mismatch naming rank " +
-                                      std::to_string(refusing));
+                                      " \"" + message + "\", expected " +
+                                      plx_get_error_string(expected_code) + " saying \"" +
+                                      named + "\"" + in_round);
       }
       if (rank == 0) std::printf("group: rank 0 failed after %.3f s: %s\n", took, message.c_str());
-      if (took > 5.0) return rank_failure(rank, "took " + std::to_string(took) + " s");
+      if (took > 5.0) return rank_failure(rank, "took " + std::to_string(took) + " s" + in_round);
     }
-    return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error_text());
-  }, 240, transport_env(c.transport, 60000));
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+    return 0;
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RefusedCallTest,

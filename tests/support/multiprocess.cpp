@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -49,7 +50,7 @@ std::vector<RankOutcome> run_ranks(int n, const std::function<int(int rank)>& bo
   // while the next fork copies it; a lock one of them held at that moment (the sanitizers'
   // allocator has no fork handlers) would then stay locked forever in the new child.
   int gate[2] = {-1, -1};
-  if (pipe(gate) != 0) gate[0] = gate[1] = -1;
+  if (pipe2(gate, O_CLOEXEC) != 0) gate[0] = gate[1] = -1;  // no exec'ed process keeps it
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
