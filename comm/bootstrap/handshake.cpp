@@ -50,4 +50,9 @@ bool macs_equal(const Mac& a, const Mac& b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+void initialize_crypto() {
+  // Options 0 would return at once without initialising: ask for something real.
+  (void)OPENSSL_init_crypto(OPENSSL_INIT_ADD_ALL_DIGESTS, nullptr);
+}
+
 }  // namespace plexus::bootstrap

@@ -39,4 +39,12 @@ Mac handshake_mac(const JobKeyBytes& key, MacPurpose purpose, const Nonce& serve
 // Constant-time comparison (CRYPTO_memcmp), so the time taken says nothing about the key.
 bool macs_equal(const Mac& a, const Mac& b);
 
+// Initialises OpenSSL now, on the calling thread. Call it before starting a thread that computes
+// MACs and may still be running when the process exits (the rendezvous servers behind
+// plx_get_unique_id, stopped at exit by a static registry): OpenSSL's first initialisation
+// registers its exit-time cleanup, and exit handlers run in reverse order of registration, so the
+// cleanup then runs after those threads are stopped. Made the other way round, the cleanup frees
+// a live thread's OpenSSL state, and that thread frees it again as it ends (a double free).
+void initialize_crypto();
+
 }  // namespace plexus::bootstrap

@@ -520,6 +520,7 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
   }
   impl->port = impl->acceptor.local_endpoint().port();
   log_message(LogLevel::Info, "rendezvous server listening on {}:{}", host, impl->port);
+  initialize_crypto();  // before the thread that checks HELLOs starts (handshake.h)
   Impl* raw = impl.get();
   // start() returns once the server's thread is serving: a process that forks right after (a
   // launcher, a test starting its ranks) then never copies that thread half-way through its
