@@ -226,24 +226,11 @@ void run_task(plx_comm* comm, Task& task) {
       if (result != PLX_SUCCESS) break;
       ++posted;
     }
-    // A failure every rank agrees on (a signature mismatch, or a call every rank refused) stops
-    // every rank at the same collective of the group, before it moves any data; the sends and
-    // receives posted above are matched by the peers' own, which they finish too. Finish them
-    // here as well, so that nothing writes into the caller's buffers after the call returns.
-    bool agreed_failure = false;
+    bool agreed_failure = false;  // see below
     for (size_t i = 0; result == PLX_SUCCESS && i < task.collectives.size(); ++i) {
       result = run_collective(comm, task.collectives[i]);
       agreed_failure = result == PLX_ERROR_MISMATCH ||
                        (task.collectives[i].refused && result == PLX_ERROR_INVALID_ARGUMENT);
-    }
-    if (agreed_failure && posted > 0) {
-      const plx_result_t failure = result;
-      const std::string why = last_error();
-      std::vector<Request*> pointers;
-      for (size_t i = 0; i < posted; ++i) pointers.push_back(&requests[i]);
-      const plx_result_t drained = comm->transport->wait_all(pointers.data(), pointers.size());
-      if (drained == PLX_SUCCESS) posted = 0;  // nothing left in flight: no leak below
-      result = set_error(failure, why);
     }
     if (result == PLX_SUCCESS && posted > 0 && task.may_park) {
       // Posted: the executor drives it from now on (task.h), and goes on with later tasks.
@@ -253,10 +240,19 @@ void run_task(plx_comm* comm, Task& task) {
       task.poll = parked_poll(comm, std::move(parked));
       return;
     }
-    if (result == PLX_SUCCESS && posted > 0) {
+    // The posted sends and receives are finished here, and also after a failure every rank
+    // agrees on (a signature mismatch, or a call every rank refused): it stops every rank at the
+    // same collective of the group before that moves any data, and the peers' matching sends and
+    // receives were posted with their groups and are finished by them too; so nothing writes
+    // into the caller's buffers after the call returns.
+    if (posted > 0 && (result == PLX_SUCCESS || agreed_failure)) {
+      const plx_result_t failure = result;
+      const std::string why = failure == PLX_SUCCESS ? std::string() : std::string(last_error());
       std::vector<Request*> pointers;
       for (size_t i = 0; i < posted; ++i) pointers.push_back(&requests[i]);
-      result = comm->transport->wait_all(pointers.data(), pointers.size());
+      const plx_result_t waited = comm->transport->wait_all(pointers.data(), pointers.size());
+      if (waited == PLX_SUCCESS) posted = 0;  // nothing left in flight
+      result = failure == PLX_SUCCESS ? waited : set_error(failure, why);
     }
     if (result != PLX_SUCCESS && posted > 0) {
       // The transport may still write into posted requests (see pipeline.h): leak them.

@@ -32,8 +32,8 @@
 // (n-1) * eps * sum|x_i| (eps of the datatype; float16/bfloat16 are summed in float32 and
 // rounded once per step, so n-1 roundings); the inputs here make every rounding exact, so the
 // test never needs that bound. Min and max of the floating types also get NaN on some elements
-// of some ranks, where the result must be NaN (plexus.h). Data-moving collectives carry pseudo-random bytes seeded by
-// case and source rank, compared byte for byte.
+// of some ranks, where the result must be NaN (plexus.h). Data-moving collectives carry
+// pseudo-random bytes seeded by case and source rank, compared byte for byte.
 //
 // What is cut to fit CI (8 minutes for this file under ctest -j2 on 2 cores). Measured with
 // ctest -R CollectivesMatrix -j2 on the 2-core machine: the full product took 3m36s with other
