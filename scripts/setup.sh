@@ -3,6 +3,7 @@
 # python3-torch, libtorch-dev and pybind11-dev are for plexus_torch, the torch.distributed
 # backend (build/python/); without them CMake skips it and says so.
 # Idempotent: packages already present are not reinstalled and the build is incremental.
+# Compiles through ccache (scripts/ccache.sh; PLEXUS_CCACHE=0 turns it off).
 # Usage: scripts/setup.sh            (BUILD_DIR and CMAKE_ARGS may be set in the environment)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake pkg-config git
   libfabric-dev libfabric-bin libhwloc-dev libucx-dev libboost-dev libopenblas-dev libssl-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  python3-torch libtorch-dev pybind11-dev
+  python3-torch libtorch-dev pybind11-dev ccache
   nodejs npm)
 
 missing=()
@@ -32,6 +33,9 @@ if ((${#missing[@]})); then
 fi
 
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+source scripts/ccache.sh
+# shellcheck disable=SC2086  # CMAKE_ARGS is a list of words
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${COMPILER_LAUNCHER[@]}" ${CMAKE_ARGS:-} \
+  >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built into $BUILD_DIR/"

@@ -39,11 +39,12 @@ if ! fuzzer_runtime; then
 fi
 
 start=$SECONDS
+source scripts/ccache.sh
 # Debug keeps assertions (nlohmann-json's included); its -g is left out (the fuzzers add line
 # tables), which shortens the build.
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= -DCMAKE_C_FLAGS_DEBUG= \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DPLEXUS_BUILD_FUZZERS=ON \
-  -DPLEXUS_CUDA=OFF -DPLEXUS_BUILD_PERF=OFF ${CMAKE_ARGS:-} >/dev/null
+  -DPLEXUS_CUDA=OFF -DPLEXUS_BUILD_PERF=OFF "${COMPILER_LAUNCHER[@]}" ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${TARGETS[@]/%/_fuzzer}"
 echo "test-fuzz: built ${#TARGETS[@]} fuzzers in $((SECONDS - start)) s"
 

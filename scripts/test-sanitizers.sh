@@ -17,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SOURCE=$PWD
+source scripts/ccache.sh
 SUPPRESSIONS=$SOURCE/scripts/sanitizers
 # UCX's libucm patches mmap/madvise (its "bistro" hooks) to see memory being unmapped; glibc's
 # thread exit then calls into libucm, which takes a lock after the sanitizer runtime has torn the
@@ -72,14 +73,11 @@ targets_of() { local t; for t in "$@"; do echo "${t%%:*}"; done; }
 build() {  # build DIR KIND TESTS...
   local dir=$1 kind=$2
   shift 2
-  local launcher=()
-  command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-                                                 -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   local targets
   targets=$(targets_of "$@" | sort -u | paste -sd ';')
   # shellcheck disable=SC2086
   cmake -S "$SOURCE" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE="$kind" \
-    -DPLEXUS_BUILD_PERF=OFF -DPLEXUS_SANITIZE_TARGETS="$targets" "${launcher[@]}" \
+    -DPLEXUS_BUILD_PERF=OFF -DPLEXUS_SANITIZE_TARGETS="$targets" "${COMPILER_LAUNCHER[@]}" \
     ${CMAKE_ARGS:-} >/dev/null || return 1
   cmake --build "$dir" -j "$JOBS" --target sanitizer_targets
 }
