@@ -13,6 +13,9 @@ if [[ ${PLEXUS_CCACHE:-1} != 0 ]] && command -v ccache >/dev/null 2>&1; then
   # The working directory goes into the debug information only; leaving it out of the hash
   # lets Debug builds hit across clones too.
   export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+  # What ccache needs to cache compiles that use a precompiled header (the tests':
+  # tests/support/test_pch.h) rather than pass them to the compiler uncached.
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}
   COMPILER_LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
                      -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi

@@ -4,9 +4,15 @@
 # backend (build/python/); without them CMake skips it and says so.
 # Idempotent: packages already present are not reinstalled and the build is incremental.
 # Compiles through ccache (scripts/ccache.sh; PLEXUS_CCACHE=0 turns it off).
-# Usage: scripts/setup.sh            (BUILD_DIR and CMAKE_ARGS may be set in the environment)
+# Usage: scripts/setup.sh [--main-job]   (BUILD_DIR and CMAKE_ARGS may be set in the environment)
+#   --main-job  builds only what the main job runs (target plexus_main_job: the library, the
+#               plugins, plexus-run, plexus-train); the tests and benchmarks are left for test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case ${1:-} in
+  "" | --main-job) ;;
+  *) echo "setup: unknown argument '$1' (the only one is --main-job)" >&2; exit 2 ;;
+esac
 
 PACKAGES=(build-essential cmake pkg-config git
   libfabric-dev libfabric-bin libhwloc-dev libucx-dev libboost-dev libopenblas-dev libssl-dev
@@ -37,5 +43,7 @@ source scripts/ccache.sh
 # shellcheck disable=SC2086  # CMAKE_ARGS is a list of words
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${COMPILER_LAUNCHER[@]}" ${CMAKE_ARGS:-} \
   >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+targets=()
+[[ ${1:-} == --main-job ]] && targets=(--target plexus_main_job)
+cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}"
 echo "setup: built into $BUILD_DIR/"

@@ -4,7 +4,7 @@
 # Extra arguments go to plexus-train (e.g. --steps 200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --main-job
 scripts/fetch-data.sh
 BIN=${BUILD_DIR:-build}/bin
 CKPT=checkpoints/moby_dick.ckpt

@@ -115,10 +115,13 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_TEST_RESUME_SEED", ConfigType::Integer, "",
    "Seed of the resume test's SIGTERM step (it prints the seed it drew).",
    "tests/e2e"},
-  {"PLEXUS_TEST_SANITIZERS", ConfigType::Integer, "0",
-   "1: scripts/test.sh, run without arguments, follows the test suite with the sanitizer jobs "
-   "(scripts/test-sanitizers.sh) and the bounded fuzz runs (scripts/test-fuzz.sh).",
+  {"PLEXUS_TEST_SANITIZERS", ConfigType::Integer, "1",
+   "0: scripts/test.sh leaves out what follows the test suite when run without arguments: the "
+   "sanitizer jobs (scripts/test-sanitizers.sh) and the bounded fuzz runs (scripts/test-fuzz.sh).",
    "scripts/test.sh"},
+  {"PLEXUS_CCACHE", ConfigType::Integer, "1",
+   "0: the build scripts compile without ccache even where it is installed (scripts/ccache.sh).",
+   "scripts/ccache.sh"},
   {"PLEXUS_EXPECT_ALGO", ConfigType::String, "hierarchical",
    "Algorithm the emulated cluster's driver expects every collective to report.",
    "tests/comm"},
