@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/host_check.h"
+#include "topology/json_depth.h"
 #include "topology/pci_bus_id.h"
 #include "topology/topology_json.h"
 
@@ -436,6 +437,13 @@ plx_result_t parse_topology_json(std::string_view text, const std::string& name,
                                  ClusterTopology* out, std::string* error) {
   std::string message;
   plx_result_t code = PLX_ERROR_INVALID_ARGUMENT;
+  if (json_nesting_depth(text) > kMaxJsonDepth) {
+    if (error) {
+      *error = name + ": arrays and objects nest deeper than " + std::to_string(kMaxJsonDepth) +
+               " levels";
+    }
+    return PLX_ERROR_INVALID_ARGUMENT;
+  }
   try {
     Json doc = Json::parse(text.begin(), text.end());
     ClusterTopology cluster = read_document(doc);

@@ -16,6 +16,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "comm/algorithms/algorithms.h"
@@ -23,6 +25,7 @@
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 #include "comm/tuning/measure.h"
+#include "topology/json_depth.h"
 #include "topology/output_path.h"
 
 namespace plexus::comm {
@@ -137,7 +140,13 @@ bool read_cost_cache(const std::string& path, std::string_view host_id, std::str
     *why = "cannot be opened";
     return false;
   }
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (topology::json_nesting_depth(text) > topology::kMaxJsonDepth) {
+    *why = "arrays or objects nest deeper than " + std::to_string(topology::kMaxJsonDepth) +
+           " levels";
+    return false;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     *why = "not a JSON object";
     return false;

@@ -8,7 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <new>
+#include <string>
+#include <string_view>
 
+#include "engine/train/fnv1a.h"
+#include "topology/json_depth.h"
 #include "topology/output_path.h"
 
 namespace plexus::engine {
@@ -16,15 +20,6 @@ namespace plexus::engine {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'L', 'X', 'C', 'K', 'P', 'T', '1'};
-
-// FNV-1a, 64-bit (Fowler, Noll & Vo).
-struct Fnv1a {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  void update(const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 0x100000001b3ULL;
-  }
-};
 
 std::string os_error(const std::string& what, const std::string& path) {
   return "checkpoint '" + path + "': " + what + ": " + std::strerror(errno);
@@ -147,8 +142,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   std::memcpy(&header_bytes, bytes.data() + 8, 8);
   if (header_bytes > bytes.size() - 24) throw corrupt("header length past the end of the file");
   Checkpoint ck;
+  const std::string_view header_text(reinterpret_cast<const char*>(bytes.data()) + 16,
+                                     header_bytes);
+  if (topology::json_nesting_depth(header_text) > topology::kMaxJsonDepth) {
+    throw corrupt("header nests arrays or objects deeper than " +
+                  std::to_string(topology::kMaxJsonDepth) + " levels");
+  }
   try {
-    ck.header = nlohmann::json::parse(bytes.begin() + 16, bytes.begin() + 16 + header_bytes);
+    ck.header = nlohmann::json::parse(header_text);
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(std::string("header is not JSON: ") + e.what());
   }

@@ -16,6 +16,7 @@
 
 #include "engine/train/checkpoint.h"
 #include "topology/host.h"
+#include "topology/json_depth.h"
 
 namespace plexus::engine {
 
@@ -42,7 +43,10 @@ std::string printable(const nlohmann::json& holder, const char* field) {
 // "job J (pid P on host H, N ranks, since T)" from the lock file's bytes; "" if empty.
 std::string describe_holder(const std::string& bytes) {
   if (bytes.empty()) return "";
-  const nlohmann::json holder = nlohmann::json::parse(bytes, nullptr, false);
+  const nlohmann::json holder =
+      topology::json_nesting_depth(bytes) > topology::kMaxJsonDepth
+          ? nlohmann::json(nlohmann::json::value_t::discarded)
+          : nlohmann::json::parse(bytes, nullptr, false);
   if (holder.is_discarded() || !holder.is_object()) {
     return fmt::format("an unknown holder (the lock file holds {} bytes that are not a holder's "
                        "JSON)",

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/json_depth.h"
 #include "topology/output_path.h"
 
 namespace plexus::engine {
@@ -19,6 +20,7 @@ std::invalid_argument cannot(const std::string& path, const std::string& why) {
 
 // The step a metrics line is for, or -1 if it is not a complete line of this format.
 int64_t line_step(const std::string& line) {
+  if (topology::json_nesting_depth(line) > topology::kMaxJsonDepth) return -1;
   const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
   if (row.is_discarded() || !row.is_object() || !row.contains("step")) return -1;
   const nlohmann::json& step = row.at("step");

@@ -18,6 +18,7 @@
 #include "engine/model/gpt_shard.h"
 #include "engine/train/shard_file.h"
 #include "engine/train/sharded_checkpoint.h"
+#include "topology/json_depth.h"
 
 namespace plexus::engine {
 
@@ -71,8 +72,13 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   if (!in) throw CheckpointError(io_error(path_, "open manifest.json"));
   std::stringstream text;
   text << in.rdbuf();
+  if (topology::json_nesting_depth(text.view()) > topology::kMaxJsonDepth) {
+    throw bad(fmt::format("has a corrupt manifest.json: arrays or objects nest deeper than {} "
+                          "levels",
+                          topology::kMaxJsonDepth));
+  }
   try {
-    manifest_ = nlohmann::json::parse(text.str());
+    manifest_ = nlohmann::json::parse(text.view());
   } catch (const nlohmann::json::exception& e) {
     throw bad(std::string("has a corrupt manifest.json (not valid JSON): ") + e.what());
   }

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "topology/json_depth.h"
 #include "topology/output_path.h"
 
 namespace plexus::engine {
@@ -94,13 +95,6 @@ bool pread_all(int fd, void* data, size_t bytes, uint64_t offset) {
 }
 
 }  // namespace
-
-void Fnv1a::update(const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t h = hash;
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  hash = h;
-}
 
 std::string checksum_text(uint64_t checksum) { return fmt::format("{:#018x}", checksum); }
 
@@ -238,6 +232,10 @@ ShardFile read_shard_file(const std::string& checkpoint, const std::string& name
   }
   const uint64_t data_begin = 16 + header_bytes;
   const uint64_t data_bytes = file.bytes - kFramingBytes - header_bytes;
+  if (topology::json_nesting_depth(text) > topology::kMaxJsonDepth) {
+    throw bad(fmt::format("has a header that nests arrays or objects deeper than {} levels",
+                          topology::kMaxJsonDepth));
+  }
   try {
     const nlohmann::json header = nlohmann::json::parse(text);
     if (header.at("format") != "plexus-shard" || header.at("version") != kVersion) {

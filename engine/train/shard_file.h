@@ -18,15 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/train/fnv1a.h"
 #include "engine/train/sharded_checkpoint.h"
 
 namespace plexus::engine {
-
-// FNV-1a, 64-bit (Fowler, Noll & Vo), as the single-file checkpoint's.
-struct Fnv1a {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  void update(const void* data, size_t bytes);
-};
 
 // "0x0123456789abcdef"
 std::string checksum_text(uint64_t checksum);

@@ -12,6 +12,7 @@
 
 #include "tests/support/temp_dir.h"
 #include "topology/cpu_list.h"
+#include "topology/json_depth.h"
 #include "topology/output_path.h"
 #include "topology/pci_bus_id.h"
 #include "topology/topology_json.h"
@@ -162,6 +163,26 @@ std::string cluster_with(const std::string& host_fields) {
 }
 const std::string kNuma =
     R"("numa_nodes": [{"os_index": 0, "memory_bytes": 1, "cores": 1, "pus": 1}])";
+
+TEST(JsonDepth, CountsNestingOutsideStringsAndStopsPastTheLimit) {
+  EXPECT_EQ(json_nesting_depth("5"), 0);
+  EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": []}], "c": {}})"), 4);
+  // Brackets inside strings, escaped quotes included, do not count.
+  EXPECT_EQ(json_nesting_depth(R"({"a": "[[[{\"[[["})"), 1);
+  EXPECT_EQ(json_nesting_depth(R"(["\\", [[]]])"), 3);
+  // Unbalanced text is counted as far as it goes; closing brackets never go below zero.
+  EXPECT_EQ(json_nesting_depth("]]]][["), 2);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(json_nesting_depth(deep), kMaxJsonDepth + 1);
+  EXPECT_EQ(json_nesting_depth(deep, 5), 6);
+  EXPECT_EQ(json_nesting_depth(std::string(64, '[') + std::string(64, ']')), 64);
+}
+
+TEST(Malformed, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(parse_error(R"({"plexus_topology": 1, "hosts": )" + deep + "}"),
+            "t.json: arrays and objects nest deeper than 64 levels");
+}
 
 TEST(Malformed, SyntaxErrorNamesLineAndColumn) {
   EXPECT_EQ(
@@ -468,7 +489,8 @@ TEST(OutputPath, FolderChecks) {
 }
 
 TEST(Malformed, LongAndDeepValuesAreCut) {
-  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  // As deep as a topology may nest (deeper is refused before parsing: DeepNestingIsRefused...).
+  std::string deep = std::string(62, '[') + std::string(62, ']');
   EXPECT_EQ(parse_error(R"({"plexus_topology": 1, "hosts": [)" + deep + "]}"),
             "t.json: hosts[0]: expected an object, got [[[[...]]]]");
   std::string key(1000, 'k');
