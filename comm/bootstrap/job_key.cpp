@@ -11,6 +11,7 @@
 #include "comm/bootstrap/handshake.h"
 #include "comm/core/config.h"
 #include "comm/core/error.h"
+#include "topology/settings/config_read.h"
 
 namespace plexus::bootstrap {
 namespace {
@@ -50,7 +51,9 @@ plx_result_t random_job_key(JobKey* out) {
 
 plx_result_t job_key_from_env(JobKey* out) {
   JobKey key;
-  if (auto token = config_string("PLEXUS_JOB_TOKEN")) {
+  // Set but empty is refused like any other wrong length: taking it as unset would fall back to
+  // a key anyone can compute (a shell's `PLEXUS_JOB_TOKEN=` must not turn authentication off).
+  if (auto token = config_text_as_set("PLEXUS_JOB_TOKEN")) {
     if (token->size() < kMinTokenBytes || token->size() > kMaxTokenBytes) {
       return set_error(PLX_ERROR_INVALID_ARGUMENT,
                        fmt::format("PLEXUS_JOB_TOKEN is {} bytes long; it must be {}..{} bytes "

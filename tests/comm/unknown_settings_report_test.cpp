@@ -92,13 +92,13 @@ TEST(UnknownSettingsReport, EachUnknownNameIsLoggedOncePerProcessWithTheNearestN
         if (const std::string more = later.finish(); !more.empty())
           return rank_failure(rank, "a second report:\n" + more);
         for (const std::string& text :
-             {std::string("unknown setting PLEXUS_ALOG=ring (did you mean PLEXUS_ALGO?)"),
-              std::string("unknown setting PLEXUS_TIMEOUT=5 (did you mean PLEXUS_TIMEOUT_MS?)")}) {
+             {std::string("unknown setting PLEXUS_ALOG (did you mean PLEXUS_ALGO?)"),
+              std::string("unknown setting PLEXUS_TIMEOUT (did you mean PLEXUS_TIMEOUT_MS?)")}) {
           if (count_warnings(log, rank, text) != 1)
             return rank_failure(rank, "not exactly one \"" + text + "\" in:\n" + log);
         }
-        if (log.find("unknown setting PLEXUS_ALGO=") != std::string::npos ||
-            log.find("unknown setting PLEXUS_FI_PROVIDER=") != std::string::npos)
+        if (log.find("unknown setting PLEXUS_ALGO ") != std::string::npos ||
+            log.find("unknown setting PLEXUS_FI_PROVIDER ") != std::string::npos)
           return rank_failure(rank, "a known setting was reported:\n" + log);
         return 0;
       },

@@ -39,14 +39,18 @@ TEST(NearestSettingName, SuggestsOnlyCloseNames) {
   EXPECT_EQ(nearest_setting_name(std::string(1000, 'A')), std::nullopt);
 }
 
-TEST(UnknownSettingLines, NameTheVariableItsValueAndTheNearestKnownName) {
+TEST(UnknownSettingLines, NameTheVariableAndTheNearestKnownNameButNeverTheValue) {
   const auto lines = lines_for({"PATH=/usr/bin", "PLEXUS_ALOG=ring", "PLEXUS_ALGO=allreduce:ring",
                                 "PLEXUS_TIMEOUT=5", "PLEXUS_FOO=1", "MY_PLEXUS_ALOG=x",
                                 "plexus_algo=ring"});
   EXPECT_EQ(lines, (std::vector<std::string>{
-                       "unknown setting PLEXUS_ALOG=ring (did you mean PLEXUS_ALGO?)",
-                       "unknown setting PLEXUS_TIMEOUT=5 (did you mean PLEXUS_TIMEOUT_MS?)",
-                       "unknown setting PLEXUS_FOO=1 (plexus-info --env lists the known ones)"}));
+                       "unknown setting PLEXUS_ALOG (did you mean PLEXUS_ALGO?)",
+                       "unknown setting PLEXUS_TIMEOUT (did you mean PLEXUS_TIMEOUT_MS?)",
+                       "unknown setting PLEXUS_FOO (plexus-info --env lists the known ones)"}));
+  // A misspelt secret is named, its value never shown.
+  EXPECT_EQ(lines_for({"PLEXUS_JOB_TOKN=supersecretvalue1234567"}),
+            std::vector<std::string>{"unknown setting PLEXUS_JOB_TOKN (did you mean "
+                                     "PLEXUS_JOB_TOKEN?)"});
 }
 
 TEST(UnknownSettingLines, KnownNamesOfEveryReaderAreNotReported) {
@@ -57,23 +61,19 @@ TEST(UnknownSettingLines, KnownNamesOfEveryReaderAreNotReported) {
   EXPECT_EQ(unknown_setting_lines(nullptr), std::vector<std::string>{});
 }
 
-TEST(UnknownSettingLines, HostileNamesAndValuesAreEscapedAndCut) {
+TEST(UnknownSettingLines, HostileNamesAreEscapedAndCut) {
   const std::string long_value = "PLEXUS_ALOG=" + std::string(100, 'x');
   const std::string long_name = "PLEXUS_" + std::string(100, 'Y') + "=1";
   const auto lines = lines_for({"PLEXUS_ALOG=ring\nplexus rank 0: WARN forged",
                                 "PLEXUS_\x1b[2JFOO=\\\xff", "PLEXUS_FOO", long_value.c_str(),
                                 long_name.c_str()});
   ASSERT_EQ(lines.size(), 5u);
-  EXPECT_EQ(lines[0],
-            "unknown setting PLEXUS_ALOG=ring\\x0aplexus rank 0: WARN forged (did you mean "
-            "PLEXUS_ALGO?)");
-  EXPECT_EQ(lines[1],
-            "unknown setting PLEXUS_\\x1b[2JFOO=\\x5c\\xff (plexus-info --env lists the known ones)");
-  EXPECT_EQ(lines[2], "unknown setting PLEXUS_FOO= (plexus-info --env lists the known ones)");
-  EXPECT_EQ(lines[3], "unknown setting PLEXUS_ALOG=" + std::string(kMaxShownBytes, 'x') +
-                          "... (did you mean PLEXUS_ALGO?)");
+  EXPECT_EQ(lines[0], "unknown setting PLEXUS_ALOG (did you mean PLEXUS_ALGO?)");
+  EXPECT_EQ(lines[1], "unknown setting PLEXUS_\\x1b[2JFOO (plexus-info --env lists the known ones)");
+  EXPECT_EQ(lines[2], "unknown setting PLEXUS_FOO (plexus-info --env lists the known ones)");
+  EXPECT_EQ(lines[3], "unknown setting PLEXUS_ALOG (did you mean PLEXUS_ALGO?)");
   EXPECT_EQ(lines[4], "unknown setting PLEXUS_" + std::string(kMaxShownBytes - 7, 'Y') +
-                          "...=1 (plexus-info --env lists the known ones)");
+                          "... (plexus-info --env lists the known ones)");
 }
 
 TEST(UnknownSettingLines, ManyUnknownNamesEndInACount) {
@@ -84,7 +84,7 @@ TEST(UnknownSettingLines, ManyUnknownNamesEndInACount) {
   for (const std::string& entry : entries) environment.push_back(entry.c_str());
   const auto lines = lines_for(environment);
   ASSERT_EQ(lines.size(), kMaxUnknownLines + 1);
-  EXPECT_EQ(lines.front(), "unknown setting " + entries[0] + " (plexus-info --env lists the known ones)");
+  EXPECT_EQ(lines.front(), "unknown setting PLEXUS_EXTRA_0 (plexus-info --env lists the known ones)");
   EXPECT_EQ(lines.back(), "and 5 more unknown PLEXUS_* settings");
 }
 

@@ -78,7 +78,9 @@ std::vector<std::string> rank_environment(const LaunchOptions& options, int mast
   vars["PLEXUS_LOCAL_WORLD_SIZE"] = std::to_string(options.nranks);
   vars["PLEXUS_MASTER_ADDR"] = options.master_addr;
   vars["PLEXUS_MASTER_PORT"] = std::to_string(master_port);
-  vars.emplace("PLEXUS_JOB_TOKEN", job_token);  // an inherited token wins (the user's choice)
+  // An inherited token wins (the user's choice); an empty one is no choice, and the library
+  // would refuse it: the job's random token replaces it.
+  if (vars["PLEXUS_JOB_TOKEN"].empty()) vars["PLEXUS_JOB_TOKEN"] = job_token;
 
   std::vector<std::string> out;
   out.reserve(vars.size());

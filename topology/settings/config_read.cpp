@@ -26,6 +26,13 @@ std::optional<std::string> config_text(std::string_view name) {
   return std::string(var->default_value);
 }
 
+std::optional<std::string> config_text_as_set(std::string_view name) {
+  if (!find_config_variable(name)) return std::nullopt;
+  const char* value = std::getenv(std::string(name).c_str());
+  if (!value) return std::nullopt;
+  return std::string(value);
+}
+
 plx_result_t parse_integer_text(std::string_view name, std::string_view text, int64_t min,
                                 int64_t max, int64_t* out, std::string* error) {
   int64_t value = 0;

@@ -23,6 +23,12 @@ std::optional<std::string> env_value(const char* name);
 // or if `name` is not in the table (a programming error the table tests catch).
 std::optional<std::string> config_text(std::string_view name);
 
+// The environment's text of a table variable exactly as set, empty included (config_text treats
+// empty as unset); nullopt when unset or not in the table. For a variable whose empty value
+// must be refused rather than ignored (PLEXUS_JOB_TOKEN: empty must not turn authentication
+// off).
+std::optional<std::string> config_text_as_set(std::string_view name);
+
 // Parses `text` as a decimal integer in min..max. On failure returns PLX_ERROR_INVALID_ARGUMENT
 // and sets *error to "NAME=text is not an integer in min..max".
 plx_result_t parse_integer_text(std::string_view name, std::string_view text, int64_t min,

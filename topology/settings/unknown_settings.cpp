@@ -74,15 +74,13 @@ std::vector<std::string> unknown_setting_lines(const char* const* environment) {
   for (const char* const* entry = environment; entry && *entry; ++entry) {
     const std::string_view text(*entry);
     if (!text.starts_with(kPrefix)) continue;
-    const size_t equals = text.find('=');
-    const std::string_view name = text.substr(0, equals);
-    const std::string_view value =
-        equals == std::string_view::npos ? std::string_view() : text.substr(equals + 1);
+    // The value is never shown: a misspelt secret (PLEXUS_JOB_TOKN=...) must not reach a log.
+    const std::string_view name = text.substr(0, text.find('='));
     if (find_config_variable(name)) continue;
     if (++unknown > kMaxUnknownLines) continue;
     const std::optional<std::string_view> nearest = nearest_setting_name(name);
     lines.push_back(fmt::format(
-        "unknown setting {}={} ({})", shown_cut(name), shown_cut(value),
+        "unknown setting {} ({})", shown_cut(name),
         nearest ? fmt::format("did you mean {}?", *nearest)
                 : std::string("plexus-info --env lists the known ones")));
   }

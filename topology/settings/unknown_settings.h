@@ -1,16 +1,17 @@
 // unknown_settings.h - PLEXUS_* variables in the environment that the table does not know.
 //
 // A misspelt setting (PLEXUS_ALOG=ring) would otherwise be ignored in silence. Each unknown name
-// gets one line naming it, its value and, when a known name is close, that name:
-//   unknown setting PLEXUS_ALOG=ring (did you mean PLEXUS_ALGO?)
-//   unknown setting PLEXUS_FOO=1 (plexus-info --env lists the known ones)
+// gets one line naming it and, when a known name is close, that name:
+//   unknown setting PLEXUS_ALOG (did you mean PLEXUS_ALGO?)
+//   unknown setting PLEXUS_FOO (plexus-info --env lists the known ones)
+// The value is never shown: a misspelt PLEXUS_JOB_TOKEN would put the secret in the log.
 // "Close" is an optimal-string-alignment distance (insertions, deletions, substitutions and
 // swaps of neighbours, letter case ignored) of at most 1 + (letters after "PLEXUS_") / 3, at
 // most 3: PLEXUS_TIMEOUT finds PLEXUS_TIMEOUT_MS, PLEXUS_FOO finds nothing. The nearest wins,
 // the earlier in the table on a tie.
 //
-// Names and values are hostile: bytes outside printable ASCII (and the backslash) are written as
-// \xNN, a name or value longer than kMaxShownBytes is cut (with "...") and a name that long gets
+// Names are hostile: bytes outside printable ASCII (and the backslash) are written as
+// \xNN, a name longer than kMaxShownBytes is cut (with "...") and a name that long gets
 // no suggestion, and at most kMaxUnknownLines names are listed, then one line counts the rest.
 // The lines are for comm's log (comm/core/config.h reports them once per process).
 #pragma once
