@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <string>
@@ -11,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "engine/model/full_runs.h"
+#include "engine/train/shard_file.h"
 #include "engine/train/sharded_checkpoint.h"
 
 namespace plexus::engine {
@@ -289,24 +291,55 @@ CheckpointRun read_checkpoint(const ShardedCheckpointContext& context,
   return run;
 }
 
-// "rank 0 sees step 200, ranks 1, 3 step 100, rank 2 none" (-1: none).
-std::string steps_by_rank(const std::vector<int64_t>& steps) {
+// The ranks grouped by the value each holds, in order of first appearance, each group worded by
+// `say` (given the value and whether the group has several ranks): "rank 0 sees step 200; ranks
+// 1, 3 see step 100".
+std::string ranks_by_value(const std::vector<int64_t>& values,
+                           const std::function<std::string(int64_t, bool)>& say) {
   std::vector<int64_t> distinct;
-  for (int64_t s : steps) {
-    if (std::find(distinct.begin(), distinct.end(), s) == distinct.end()) distinct.push_back(s);
+  for (int64_t v : values) {
+    if (std::find(distinct.begin(), distinct.end(), v) == distinct.end()) distinct.push_back(v);
   }
   std::string text;
-  for (int64_t s : distinct) {
+  for (int64_t v : distinct) {
     std::string ranks;
     int count = 0;
-    for (size_t r = 0; r < steps.size(); ++r) {
-      if (steps[r] != s) continue;
+    for (size_t r = 0; r < values.size(); ++r) {
+      if (values[r] != v) continue;
       ranks += (count++ == 0 ? "" : ", ") + std::to_string(r);
     }
     text += fmt::format("{}{} {} {}", text.empty() ? "" : "; ", count == 1 ? "rank" : "ranks",
-                        ranks, s < 0 ? "sees none" : fmt::format("sees step {}", s));
+                        ranks, say(v, count > 1));
   }
   return text;
+}
+
+std::string steps_by_rank(const std::vector<int64_t>& steps) {  // -1: none
+  return ranks_by_value(steps, [](int64_t step, bool several) {
+    const char* verb = several ? "see" : "sees";
+    return step < 0 ? fmt::format("{} none", verb) : fmt::format("{} step {}", verb, step);
+  });
+}
+
+// FNV-1a of <checkpoint>/manifest.json's bytes, never 0; 0 when it cannot be read (the load that
+// follows reports why).
+uint64_t manifest_file_hash(const std::string& checkpoint) {
+  std::ifstream in(checkpoint + "/manifest.json", std::ios::binary);
+  if (!in) return 0;
+  Fnv1a sum;
+  char buffer[4096];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    sum.update(buffer, static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return 0;
+  return sum.hash == 0 ? 1 : sum.hash;
+}
+
+std::string manifests_by_rank(const std::vector<int64_t>& hashes) {
+  return ranks_by_value(hashes, [](int64_t hash, bool several) {
+    return fmt::format("{} a manifest.json of checksum {}", several ? "read" : "reads",
+                       checksum_text(static_cast<uint64_t>(hash)));
+  });
 }
 
 }  // namespace
@@ -339,6 +372,18 @@ std::optional<CheckpointRun> load_newest_sharded_checkpoint(
         context.dir, steps_by_rank(steps)));
   }
   if (!newest) return std::nullopt;
+  // ... and from the same checkpoint: two folders (a copy per host, another job's run) can hold
+  // the same step of different runs, which would train on without error until the next save.
+  const std::vector<int64_t> manifests =
+      world.allgather(static_cast<int64_t>(manifest_file_hash(newest->path)), "newest manifest");
+  if (std::find(manifests.begin(), manifests.end(), 0) == manifests.end() &&
+      std::adjacent_find(manifests.begin(), manifests.end(), std::not_equal_to<>()) !=
+          manifests.end()) {
+    throw CheckpointError(fmt::format(
+        "ranks see different checkpoints as step {} in '{}': {}. Every rank must see the same "
+        "folder (one shared file system, not a copy per host), and no other job may write to it",
+        newest->step, context.dir, manifests_by_rank(manifests)));
+  }
   CheckpointRun run;
   try {
     run = read_checkpoint(context, *newest, global_batch, model, state, world.rank() == 0);

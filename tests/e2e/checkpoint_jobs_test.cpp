@@ -135,6 +135,30 @@ TEST_F(CheckpointJobs, AKilledJobsLockIsTakenOverAndReported) {
   EXPECT_FALSE(fs::exists(ckpt + "/plexus.lock"));
 }
 
+// (c') Ranks that see copies of two runs at one step never resume from different states.
+TEST_F(CheckpointJobs, RanksThatSeeOtherRunsAtOneStepStopNamingTheirManifests) {
+  const std::string first = path("first"), second = path("second");
+  run(1, {"--steps", "2", "--seed", "1", "--checkpoint-dir", first}, 0);
+  run(1, {"--steps", "2", "--seed", "99", "--checkpoint-dir", second}, 0);
+  std::string train;  // rank 1 is given the other run's folder
+  for (const std::string& a : command(1, {"--steps", "4", "--checkpoint-dir"})) {
+    train += " '" + a + "'";
+  }
+  const ProcessResult r = run_process(
+      {PLEXUS_RUN_PATH, "-n", "2", "--", "/bin/sh", "-c",
+       "if [ \"$PLEXUS_RANK\" = 1 ]; then d='" + second + "'; else d='" + first + "'; fi; exec" +
+           train + " \"$d\""},
+      300);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const std::string& dir : {first, second}) {
+    EXPECT_THAT(r.err, HasSubstr("ranks see different checkpoints as step 2 in '" + dir +
+                                 "': rank 0 reads a manifest.json of checksum 0x"));
+  }
+  EXPECT_THAT(r.err, HasSubstr("; rank 1 reads a manifest.json of checksum 0x"));
+  EXPECT_THAT(r.out, Not(HasSubstr("resumed from")));
+  EXPECT_THAT(r.out, Not(HasSubstr("step     3/4")));
+}
+
 // (c) Ranks that see different folders never resume from different steps.
 TEST_F(CheckpointJobs, RanksThatSeeDifferentCheckpointsStopNamingEachRanksStep) {
   const std::string two = path("two"), four = path("four");
