@@ -1,7 +1,11 @@
 // sampler.cpp - text generation from a checkpoint: autoregressive sampling with temperature and
 // optional top-k, over a sliding context window of the model's max_seq_len bytes.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -41,13 +45,19 @@ int draw(const float* logits, int vocab, float temperature, int top_k, SplitMix6
   return vocab - 1;
 }
 
+// "checkpoint 'P': header field F is V; valid: W" (V cut at 80 characters).
+CheckpointError bad_header_field(const std::string& path, const std::string& field,
+                                 const nlohmann::json& value, const std::string& valid) {
+  std::string text = value.dump();
+  if (text.size() > 80) text = text.substr(0, 80) + "...";
+  return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
+                         "; valid: " + valid);
+}
+
 // The checkpoint header's model, every field range-checked before anything is sized by it.
 GptConfig header_model(const std::string& path, const nlohmann::json& header) {
   auto bad = [&](const std::string& field, const nlohmann::json& value, const std::string& valid) {
-    std::string text = value.dump();
-    if (text.size() > 80) text = text.substr(0, 80) + "...";
-    return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
-                           "; valid: " + valid);
+    return bad_header_field(path, field, value, valid);
   };
   const nlohmann::json model = header.contains("model") ? header.at("model") : nlohmann::json();
   if (!model.is_object()) throw bad("model", model, "an object of the model's sizes");
@@ -71,6 +81,56 @@ GptConfig header_model(const std::string& path, const nlohmann::json& header) {
     throw CheckpointError("checkpoint '" + path + "': header's model is invalid: " + why);
   }
   return config;
+}
+
+// The header's other fields, as make_checkpoint (trainer.cpp) writes them: checked though
+// sampling reads none of them, so that a crafted file is refused naming the field rather than
+// accepted with a wrong record of its run. Called once the params section is known to match
+// config, so the tensor list it builds is no longer than the file.
+void check_header_fields(const std::string& path, const nlohmann::json& header,
+                         const GptConfig& config) {
+  auto field = [&](const char* name) {
+    return header.contains(name) ? header.at(name) : nlohmann::json();
+  };
+  auto bad = [&](const std::string& name, const nlohmann::json& value, const std::string& valid) {
+    return bad_header_field(path, name, value, valid);
+  };
+  if (field("format") != "plexus-gpt") throw bad("format", field("format"), "\"plexus-gpt\"");
+  // nlohmann reads a whole number >= 0 as unsigned, a negative one as signed, others as float.
+  auto in_range = [](const nlohmann::json& v, uint64_t low, uint64_t high) {
+    return v.is_number_unsigned() && v.get<uint64_t>() >= low && v.get<uint64_t>() <= high;
+  };
+  if (!in_range(field("step"), 0, INT64_MAX)) {
+    throw bad("step", field("step"), "an integer in 0.." + std::to_string(INT64_MAX));
+  }
+  if (!in_range(field("seed"), 0, UINT64_MAX)) {
+    throw bad("seed", field("seed"), "an integer in 0..2^64-1");
+  }
+  if (!in_range(field("global_batch"), 1, INT32_MAX)) {
+    throw bad("global_batch", field("global_batch"),
+              "an integer in 1.." + std::to_string(INT32_MAX));
+  }
+  if (!field("placement").is_string()) throw bad("placement", field("placement"), "a string");
+  const nlohmann::json val_loss = field("val_loss");
+  if (!val_loss.is_number() && !val_loss.is_null()) {
+    throw bad("val_loss", val_loss, "a number, or null when none was measured");
+  }
+  // The parameter tensors as the model lays them out, each where this model puts it.
+  const nlohmann::json tensors = field("tensors");
+  const std::vector<ShardTensor> layout = shard_tensors(config, ShardSpec{0, config.n_layer});
+  if (!tensors.is_array() || tensors.size() != layout.size()) {
+    throw bad("tensors", tensors,
+              fmt::format("the {} tensors of the header's model (name, offset, shape)",
+                          layout.size()));
+  }
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const nlohmann::json expected = {{"name", layout[i].name},
+                                     {"offset", layout[i].full_offset},
+                                     {"shape", layout[i].full_shape}};
+    if (tensors[i] != expected) {
+      throw bad(fmt::format("tensors[{}]", i), tensors[i], expected.dump());
+    }
+  }
 }
 
 }  // namespace
@@ -106,6 +166,7 @@ int run_sampling(const SampleOptions& o) {
                    full_num_params(config));
       return 2;
     }
+    check_header_fields(o.checkpoint_path, ck.header, config);
     Gpt model(config);  // on the selected device
     std::copy(params->begin(), params->end(), model.params());
 

@@ -13,7 +13,12 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -127,6 +132,67 @@ TEST_F(SetupLimits, CraftedSingleFileCheckpointsAreRefusedNamingTheField) {
     EXPECT_THAT(r.err, HasSubstr("checkpoint '" + file + "'"));
     EXPECT_THAT(r.err, HasSubstr(c.message));
   }
+}
+
+// A real checkpoint's header with one field forged at a time (the params section kept): each
+// is refused naming the field, as is a header of 100000 nested arrays (once a stack overflow in
+// nlohmann's dump). The unforged header samples.
+TEST_F(SetupLimits, ForgedFieldsOfARealCheckpointsHeaderAreRefusedNamingThem) {
+  const std::string real = tmp_.path() + "/real.ckpt";
+  const ProcessResult trained = run_process(
+      {PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "1", "--n-head", "1", "--n-embd", "8",
+       "--seq-len", "8", "--batch-size", "2", "--steps", "1", "--val-every", "0", "--checkpoint",
+       real},
+      120);
+  ASSERT_EQ(trained.exit_code, 0) << trained.out << trained.err;
+  std::ifstream in(real, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 24u);
+  uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, bytes.data() + 8, 8);
+  const nlohmann::json header = nlohmann::json::parse(bytes.substr(16, header_bytes));
+  const size_t floats = (bytes.size() - 24 - header_bytes) / sizeof(float);
+  const std::string file = tmp_.path() + "/forged.ckpt";
+  const std::vector<std::string> sample = {PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", file,
+                                           "--tokens", "2"};
+
+  write_crafted_checkpoint(file, header.dump(), floats);
+  const ProcessResult ok = run_process(sample, 60);
+  ASSERT_EQ(ok.exit_code, 0) << "the unforged header: " << ok.out << ok.err;
+
+  struct Forged {
+    const char* pointer;  // JSON pointer of the forged field
+    nlohmann::json value;
+    std::string message;
+  };
+  const Forged cases[] = {
+      {"/step", 1.5, "header field step is 1.5; valid: an integer in 0.."},
+      {"/step", -3, "header field step is -3; valid: an integer in 0.."},
+      {"/step", nlohmann::json::array({1}), "header field step is [1]"},
+      {"/seed", -1, "header field seed is -1; valid: an integer in 0..2^64-1"},
+      {"/global_batch", 0, "header field global_batch is 0; valid: an integer in 1..2147483647"},
+      {"/format", "other", "header field format is \"other\"; valid: \"plexus-gpt\""},
+      {"/placement", 4, "header field placement is 4; valid: a string"},
+      {"/val_loss", "low", "header field val_loss is \"low\""},
+      {"/tensors/1/offset", -8192, "header field tensors[1] is {\"name\":"},
+      {"/tensors/1/offset", 9223372036854775808ULL, "header field tensors[1] is {\"name\":"},
+      {"/tensors/0/shape", nlohmann::json::array({1ULL << 40, 1ULL << 40}),
+       "header field tensors[0] is {\"name\":"},
+      {"/tensors/1", header.at("tensors").at(0), "header field tensors[1] is {\"name\":"},
+  };
+  for (const Forged& c : cases) {
+    SCOPED_TRACE(std::string(c.pointer) + " = " + c.value.dump());
+    nlohmann::json forged = header;
+    forged[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    write_crafted_checkpoint(file, forged.dump(), floats);
+    const ProcessResult r = refused(sample, "forged header field");
+    EXPECT_THAT(r.err, HasSubstr("checkpoint '" + file + "': " + c.message));
+  }
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  write_crafted_checkpoint(file, deep, floats);
+  const ProcessResult r = refused(sample, "100000 nested arrays");
+  EXPECT_THAT(r.err, HasSubstr("checkpoint '" + file + "' is corrupt or incomplete: header nests "
+                               "arrays or objects deeper than 64 levels"));
 }
 
 // The issue-19 case under a launcher: SIGTERM while a million blocks are being built.
