@@ -54,7 +54,7 @@ plx_result_t first_integer(std::span<const char* const> names, int64_t min, int6
 
 }  // namespace
 
-plx_result_t read_launcher_env(LauncherEnv* out) {
+plx_result_t read_launcher_env(LauncherEnv* out, bool with_local) {
   LauncherEnv env;
   for (const Family& family : kFamilies) {
     auto rank_text = env_value(family.rank_var);
@@ -86,8 +86,10 @@ plx_result_t read_launcher_env(LauncherEnv* out) {
   std::optional<int64_t> local_size;
   const char* local_rank_var = nullptr;
   const char* local_size_var = nullptr;
-  PLX_CHECK(first_integer(kLocalRankVars, 0, INT_MAX, &local_rank, &local_rank_var));
-  PLX_CHECK(first_integer(kLocalSizeVars, 1, INT_MAX, &local_size, &local_size_var));
+  if (with_local) {
+    PLX_CHECK(first_integer(kLocalRankVars, 0, INT_MAX, &local_rank, &local_rank_var));
+    PLX_CHECK(first_integer(kLocalSizeVars, 1, INT_MAX, &local_size, &local_size_var));
+  }
   if (local_rank && local_size && *local_rank >= *local_size) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
                      fmt::format("{}={} is not below {}={}", local_rank_var, *local_rank,

@@ -24,6 +24,9 @@ struct LauncherEnv {
 // Reads the environment. Returns PLX_ERROR_INVALID_ARGUMENT (message names the variable and its
 // value) for a malformed value, a family with only one of rank/size set, a rank not below the
 // world size, or a local rank not below the local size. *out is written only on success.
-plx_result_t read_launcher_env(LauncherEnv* out);
+// With with_local false the local rank and size variables are not read (both stay -1): what a
+// rank needs to reach the rendezvous, so that one whose local variables are bad can still tell
+// every other rank why (plx_comm_init_from_env).
+plx_result_t read_launcher_env(LauncherEnv* out, bool with_local = true);
 
 }  // namespace plexus::bootstrap

@@ -93,6 +93,7 @@ struct RendezvousServer::Impl {
   uint64_t refused = 0;                   // connections dropped before admission
   std::vector<ConnectionPtr> by_rank;
   std::vector<bool> lost;
+  std::vector<bool> told_late;  // ranks that joined after the failure and were told it
   std::map<uint32_t, std::vector<std::optional<Bytes>>> rounds;
   std::map<uint32_t, int> round_counts;
   // One timer per open round, from its first contribution: ranks that joined but never
@@ -265,7 +266,10 @@ struct RendezvousServer::Impl {
     connections.push_back(conn);
     send(conn, to_frame(WelcomeMessage{handshake_mac(key, MacPurpose::Welcome, conn->server_nonce,
                                                      hello.client_nonce, rank, n)}));
-    if (failed) return refuse(conn, failure_code, failure_message);  // a late joiner
+    if (failed) {  // a late joiner
+      if (nranks > 0 && rank >= 0 && rank < nranks) told_late[rank] = true;
+      return refuse(conn, failure_code, failure_message);
+    }
     if (conn->rank >= 0) return;
     if (nranks < 0) {
       if (n < 1 || n > kMaxRanks) {
@@ -277,6 +281,7 @@ struct RendezvousServer::Impl {
       first_rank = rank;
       by_rank.assign(n, nullptr);
       lost.assign(n, false);
+      told_late.assign(n, false);
       join_timer.expires_after(std::chrono::milliseconds(timeout_ms));
       join_timer_running = true;
       join_timer.async_wait([this](const boost::system::error_code& ec) {
@@ -542,6 +547,34 @@ bool RendezvousServer::wait_finished(std::chrono::steady_clock::time_point deadl
   std::unique_lock<std::mutex> lock(impl_->finished_mutex);
   impl_->finished_cv.wait_until(lock, deadline, [this] { return impl_->finished.load(); });
   return impl_->finished.load();
+}
+
+bool RendezvousServer::wait_failure_sent(std::chrono::steady_clock::time_point deadline) {
+  Impl* raw = impl_.get();
+  if (!raw || !raw->thread.joinable() || raw->owner_pid != getpid()) return false;
+  while (!raw->finished.load()) {
+    auto sent = std::make_shared<std::promise<bool>>();
+    std::future<bool> answer = sent->get_future();
+    asio::post(raw->io, [raw, sent] {
+      bool all = raw->failed;
+      for (const auto& conn : raw->connections) {
+        all = all && (!conn->open || (!conn->writing && conn->outbox.empty()));
+      }
+      for (int r = 0; r < raw->nranks && all; ++r) {
+        all = raw->by_rank[r] != nullptr || raw->told_late[r];
+      }
+      sent->set_value(all);
+    });
+    if (answer.wait_until(deadline) != std::future_status::ready) return false;
+    try {
+      if (answer.get()) return true;
+    } catch (const std::future_error&) {  // the loop ended with the check still queued
+      return raw->finished.load();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 void RendezvousServer::stop() {

@@ -47,6 +47,14 @@ class RendezvousServer {
   // Waits until finished() or the deadline, whichever comes first. Returns finished().
   bool wait_finished(std::chrono::steady_clock::time_point deadline);
 
+  // Waits, polling every few milliseconds until the deadline, for the server to have failed the
+  // job (fail_all: a rank's ABORT during setup, say) and to have written that error to every
+  // rank: those connected, and those that join later (their HELLO is answered with it). True
+  // once it has (or the server finished). The root calls it after its own setup failure, before
+  // stop() would cut the error short: the others then read the reason, not a closed connection
+  // or, for a rank not yet connected, a refused one until PLEXUS_TIMEOUT_MS.
+  bool wait_failure_sent(std::chrono::steady_clock::time_point deadline);
+
   // Closes the listener and every connection at once and joins the thread. Idempotent.
   void stop();
 

@@ -160,8 +160,17 @@ plx_result_t plx_comm_init_from_env(plx_comm_t* comm) {
   return guarded(fn, [&] {
     if (!comm) return null_argument(fn, nullptr, "comm");
     plexus::bootstrap::LauncherEnv env;
-    PLX_CHECK(plexus::bootstrap::read_launcher_env(&env));
     plexus::comm::CommSetup setup;
+    if (plx_result_t bad = plexus::bootstrap::read_launcher_env(&env); bad != PLX_SUCCESS) {
+      // A bad local rank or size still leaves this rank able to reach the rendezvous: it
+      // connects and reports the error there, so the others learn it at once instead of
+      // waiting out PLEXUS_TIMEOUT_MS for a rank that never came.
+      setup.deferred_error = plexus::last_error();
+      if (plexus::bootstrap::read_launcher_env(&env, /*with_local=*/false) != PLX_SUCCESS ||
+          env.world_size == 1) {
+        return set_error(bad, setup.deferred_error);
+      }
+    }
     setup.rank = env.rank;
     setup.nranks = env.world_size;
     setup.local_rank = env.local_rank;
@@ -177,8 +186,10 @@ plx_result_t plx_comm_init_from_env(plx_comm_t* comm) {
       if (!key.secret) warn_unauthenticated(env, key);
       setup.address.key = key.bytes;
       if (env.rank == 0) {
-        int timeout_ms = 0;
-        PLX_CHECK(plexus::config_timeout_ms(&timeout_ms));
+        // A malformed PLEXUS_TIMEOUT_MS is reported once connected, to every rank
+        // (create_communicator); the server meanwhile uses the default.
+        int timeout_ms = 300000;
+        if (plexus::config_timeout_ms(&timeout_ms) != PLX_SUCCESS) plexus::clear_error();
         if (plexus::bootstrap::RendezvousServer::start(env.master_addr, env.master_port,
                                                        key.bytes, timeout_ms,
                                                        &setup.server) != PLX_SUCCESS) {

@@ -110,8 +110,16 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
   comm->world_rank = setup.rank;
   if (setup.address.port != 0) {
     std::unique_ptr<bootstrap::RendezvousClient> client;
-    PLX_CHECK(bootstrap::RendezvousClient::connect(setup.address, setup.rank, setup.nranks,
-                                                   comm->timeout_ms, comm->async, &client));
+    if (plx_result_t rc = bootstrap::RendezvousClient::connect(
+            setup.address, setup.rank, setup.nranks, comm->timeout_ms, comm->async, &client);
+        rc != PLX_SUCCESS) {
+      if (setup.deferred_error.empty()) return rc;
+      // This rank's own bad setting is the news, not that it could not report it.
+      return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                       fmt::format("rank {}: {} (and it could not reach the rendezvous to tell "
+                                   "the others: {})",
+                                   setup.rank, setup.deferred_error, last_error()));
+    }
     comm->rendezvous = std::move(client);
     comm->liveness = comm->rendezvous;
   }
@@ -133,6 +141,13 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
         failure = comm->async->error();
       } else {
         comm->rendezvous->abort_now("failed while creating its communicator: " + why);
+        // The root's own failure: its server must deliver the reason to the others, those
+        // still to connect included, before this communicator (and the server with it) is
+        // destroyed on return; at most 5 s, the bound promised for the others.
+        if (comm->server) {
+          comm->server->wait_failure_sent(std::chrono::steady_clock::now() +
+                                          std::chrono::seconds(5));
+        }
       }
     }
     return set_error(failure, why);
@@ -144,6 +159,10 @@ plx_result_t create_communicator(CommSetup setup, plx_comm** out) {
 namespace {
 
 plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
+  if (!setup.deferred_error.empty()) {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("rank {}: {}", setup.rank, setup.deferred_error));
+  }
   PLX_CHECK(config_timeout_ms(&comm->timeout_ms));
   PLX_CHECK(config_chunk_bytes(&comm->chunk_bytes));
   std::optional<size_t> max_msg_bytes;

@@ -114,6 +114,9 @@ struct CommSetup {
   int local_rank = -1;  // -1: computed from host ids
   int local_size = -1;
   std::unique_ptr<bootstrap::RendezvousServer> server;  // handed to the communicator
+  // A setting this rank found bad before connecting, though it could still connect (its local
+  // rank, say): creation connects, then fails with it, so every rank learns it at once.
+  std::string deferred_error;
 };
 
 // Rendezvous, transport choice, endpoint, address exchange, liveness, cost model. Messages start

@@ -260,7 +260,8 @@ plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id
  * PLEXUS_MASTER_ADDR/PLEXUS_MASTER_PORT, else MASTER_ADDR/MASTER_PORT, else 127.0.0.1:29500;
  * rank 0 runs the rendezvous server. With none of these set, a world of one rank is created.
  * The rendezvous key every rank must prove (as for plx_comm_init_rank) comes from
- * PLEXUS_JOB_TOKEN (16..1024 bytes, the same on every rank; plexus-run sets a random one), else
+ * PLEXUS_JOB_TOKEN (16..1024 bytes, the same on every rank; set but empty is refused as a wrong
+ * length, never taken as unset; plexus-run sets a random one where it is unset or empty), else
  * from the launcher's job id (TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
  * SLURM_JOB_ID.SLURM_STEP_ID: jobs stay apart, but these are no secret), else a fixed key with a
  * warning; see docs/security.md.
@@ -298,8 +299,11 @@ plx_result_t plx_comm_destroy(plx_comm_t comm);
  * travels over the world communicator's rendezvous connection: its other members' calls fail
  * with PLX_ERROR_REMOTE "rank R (world rank W) called plx_comm_abort on a split communicator"
  * within about a millisecond, their plx_comm_destroy of it returns at once, and the communicator
- * it was split from stays usable (on every transport). NULL returns PLX_SUCCESS. The handle is
- * invalid afterwards. */
+ * it was split from stays usable (on every transport). That connection lives as long as the
+ * world communicator: once this rank has destroyed it, the news reaches the other members only
+ * through the transport (UCX reports the closed endpoint) or, on libfabric, as
+ * PLX_ERROR_TIMEOUT after PLEXUS_TIMEOUT_MS; destroy split communicators before their world.
+ * NULL returns PLX_SUCCESS. The handle is invalid afterwards. */
 plx_result_t plx_comm_abort(plx_comm_t comm);
 
 /* Writes to *async_error the error that ended the communicator in the background (a peer lost,

@@ -98,12 +98,15 @@ class SharedClockReading {
 // the failing rank's own call returned (it has sent its abort by then), not from each rank's
 // start: on a loaded host the transport's own set-up may take seconds before anything fails.
 // The failing rank itself must fail within 30 s of its start, half the timeout.
-void expect_setup_failure_named(const RankCase& c, const char* variable, const char* value) {
+// The failing rank is the last one, or (root = true) rank 0, whose own rendezvous server must
+// deliver its reason before it is destroyed, to the ranks connected and to those still to come.
+void expect_setup_failure_named(const RankCase& c, const char* variable, const char* value,
+                                bool root = false) {
   const int n = c.ranks;
   SharedClockReading failed_at;
   ASSERT_TRUE(failed_at.ok()) << "mmap of the shared clock reading failed";
   run_cases(c, n, [&](int rank) {
-    const int failing = n - 1;
+    const int failing = root ? 0 : n - 1;
     if (rank == failing) setenv(variable, value, 1);
     const auto start = Clock::now();
     plx_comm_t comm = nullptr;
@@ -147,6 +150,22 @@ TEST_P(FaultPropagationTest, ASettingReadBeforeTheFirstRoundFailsEveryRankNaming
 
 TEST_P(FaultPropagationTest, ASettingReadAfterConnectingFailsEveryRankNamingIt) {
   expect_setup_failure_named(GetParam(), "PLEXUS_CHECK_ARGS", "2");
+}
+
+TEST_P(FaultPropagationTest, TheRootsOwnBadSettingFailsEveryRankNamingIt) {
+  expect_setup_failure_named(GetParam(), "PLEXUS_CHUNK_BYTES", "lots", /*root=*/true);
+}
+
+// Read before connecting, but not needed to connect: the rank connects, then reports it.
+TEST_P(FaultPropagationTest, ABadLocalRankFailsEveryRankNamingIt) {
+  expect_setup_failure_named(GetParam(), "PLEXUS_LOCAL_RANK", "abc");
+  expect_setup_failure_named(GetParam(), "PLEXUS_LOCAL_RANK", "abc", /*root=*/true);
+}
+
+// The root reads it before starting its server: the server starts with the default, and the
+// root then reports it like any other setting.
+TEST_P(FaultPropagationTest, TheRootsBadTimeoutFailsEveryRankNamingIt) {
+  expect_setup_failure_named(GetParam(), "PLEXUS_TIMEOUT_MS", "abc", /*root=*/true);
 }
 
 // World rank 0 aborts a split communicator (every rank a member) while the others call an
