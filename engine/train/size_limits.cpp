@@ -3,7 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -127,10 +133,68 @@ std::string check_memory_floor(const TrainOptions& o, const MemoryFloor& f, int 
                      cuda ? "; on cuda only the batch and data count against host memory" : "");
 }
 
+namespace {
+
+// The whole number a cgroup file holds (one line), 0 for "max", absent or malformed.
+uint64_t limit_in(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!in || !std::getline(in, text) || text.size() > 24) return 0;
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return 0;
+  return value;
+}
+
+}  // namespace
+
+uint64_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+  std::istringstream lines(proc_self_cgroup);
+  std::string v2_path, v1_path;
+  bool v2 = false, v1 = false;
+  for (std::string line; std::getline(lines, line);) {
+    // "hierarchy-id:controllers:path"; the path may itself hold colons.
+    const size_t first = line.find(':');
+    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string id = line.substr(0, first);
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (path.empty() || path[0] != '/' || path.find("/..") != std::string::npos) continue;
+    if (id == "0" && controllers.empty()) {
+      v2 = true;
+      v2_path = path;
+    }
+    std::istringstream names(controllers);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (name == "memory") {
+        v1 = true;
+        v1_path = path;
+      }
+    }
+  }
+  for (const std::string& file :
+       {v1 ? cgroup_root + "/memory" + v1_path + "/memory.limit_in_bytes" : std::string(),
+        v1 ? cgroup_root + "/memory/memory.limit_in_bytes" : std::string(),
+        v2 ? cgroup_root + v2_path + "/memory.max" : std::string(),
+        v2 ? cgroup_root + "/memory.max" : std::string()}) {
+    if (file.empty()) continue;
+    if (std::error_code ec; !std::filesystem::exists(file, ec)) continue;
+    return limit_in(file);  // the first that exists decides, "max" included
+  }
+  return 0;
+}
+
 uint64_t host_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  uint64_t bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  std::ifstream in("/proc/self/cgroup");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // v1 writes "no limit" as a page-rounded 2^63-1, far above any host: min() leaves it out.
+  const uint64_t limit = cgroup_memory_limit(text.substr(0, 1 << 16), "/sys/fs/cgroup");
+  if (limit > 0) bytes = std::min(bytes, limit);
+  return bytes;
 }
 
 }  // namespace plexus::engine

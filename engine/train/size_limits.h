@@ -54,7 +54,15 @@ MemoryFloor memory_floor(const TrainOptions& o, int world_size, int data_degree,
 std::string check_memory_floor(const TrainOptions& o, const MemoryFloor& floor, int world_size,
                                int local_ranks, uint64_t host_bytes);
 
-// Physical memory of this host (sysconf), 0 if unknown.
+// The memory this process may use: the host's physical memory (sysconf), or less where its
+// memory cgroup (a container, a Slurm job) has a lower limit; 0 if unknown.
 uint64_t host_memory_bytes();
+
+// The memory limit of the cgroup that `proc_self_cgroup` (the text of /proc/self/cgroup) names,
+// read below `cgroup_root` (/sys/fs/cgroup): v2's memory.max, else v1's
+// memory/<path>/memory.limit_in_bytes, each tried at the process's path and then at the root (a
+// cgroup namespace shows "/"). 0 when there is none ("max"), it cannot be read or is not a whole
+// number. Both inputs come from the system: read strictly, never trusted to be well formed.
+uint64_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root);
 
 }  // namespace plexus::engine

@@ -7,7 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include "engine/memory/memory_tracker.h"
+#include "tests/support/temp_dir.h"
 
 namespace plexus::engine {
 namespace {
@@ -117,6 +122,35 @@ TEST(SizeLimits, FormatBytesReachesTerabytesAndBeyond) {
   EXPECT_EQ(format_bytes(3.0 * kGiB), "3.00 GiB");
   EXPECT_EQ(format_bytes(2.5 * 1024 * kGiB), "2.50 TiB");
   EXPECT_EQ(format_bytes(1e20), "86.74 EiB");
+}
+
+// The memory cgroup's limit, v1 and v2, at the process's path or at the root; "max", a v1
+// "unlimited", junk and paths that climb out are no limit.
+TEST(CgroupMemoryLimit, ReadsV1AndV2AtThePathOrTheRoot) {
+  test::TempDir tmp("plexus-cgroup");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string root = tmp.path();
+  auto put = [&](const std::string& file, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(root + file).parent_path());
+    std::ofstream(root + file) << text;
+  };
+  put("/memory/job/7/memory.limit_in_bytes", "4294967296\n");
+  EXPECT_EQ(cgroup_memory_limit("4:memory:/job/7\n", root), 4294967296u);
+  EXPECT_EQ(cgroup_memory_limit("4:cpu,memory:/job/7\n0::/\n", root), 4294967296u);
+  put("/memory/memory.limit_in_bytes", "9223372036854771712\n");  // v1's "unlimited"
+  EXPECT_EQ(cgroup_memory_limit("4:memory:/\n", root), 9223372036854771712u);
+  EXPECT_EQ(cgroup_memory_limit("4:memory:/elsewhere\n", root), 9223372036854771712u);
+  put("/slice/a/memory.max", "max\n");
+  put("/slice/b/memory.max", "1073741824\n");
+  EXPECT_EQ(cgroup_memory_limit("0::/slice/a\n", root), 0u);
+  EXPECT_EQ(cgroup_memory_limit("0::/slice/b\n", root), 1073741824u);
+  put("/slice/c/memory.max", "12abc\n");
+  EXPECT_EQ(cgroup_memory_limit("0::/slice/c\n", root), 0u);
+  EXPECT_EQ(cgroup_memory_limit("0::/slice/b/../b\n", root), 0u);
+  EXPECT_EQ(cgroup_memory_limit("junk", root), 0u);
+  EXPECT_EQ(cgroup_memory_limit("", root), 0u);
+  // This machine's answer is at most its physical memory.
+  EXPECT_GT(host_memory_bytes(), 0u);
 }
 
 }  // namespace
