@@ -71,6 +71,21 @@ class CheckpointJobs : public ::testing::Test {
     return r;
   }
 
+  // Two ranks training to `steps`, rank 0 with --checkpoint-dir `dir0`, rank 1 with `dir1`.
+  ProcessResult run_with_rank_one_in(const std::string& dir0, const std::string& dir1,
+                                     int steps) const {
+    std::string train;
+    for (const std::string& a :
+         command(1, {"--steps", std::to_string(steps), "--checkpoint-dir"})) {
+      train += " '" + a + "'";
+    }
+    return run_process(
+        {PLEXUS_RUN_PATH, "-n", "2", "--", "/bin/sh", "-c",
+         "if [ \"$PLEXUS_RANK\" = 1 ]; then d='" + dir1 + "'; else d='" + dir0 + "'; fi; exec" +
+             train + " \"$d\""},
+        300);
+  }
+
   TempDir tmp_{"plexus-ckpt-jobs"};
   std::string data_ = tmp_.path() + "/corpus.txt";
 };
@@ -135,20 +150,27 @@ TEST_F(CheckpointJobs, AKilledJobsLockIsTakenOverAndReported) {
   EXPECT_FALSE(fs::exists(ckpt + "/plexus.lock"));
 }
 
-// (c') Ranks that see copies of two runs at one step never resume from different states.
+// (c) Ranks that see different folders never resume from different steps, and (c2) ranks that
+// see copies of two runs at one step never resume from different states.
+TEST_F(CheckpointJobs, RanksThatSeeDifferentCheckpointsStopNamingEachRanksStep) {
+  const std::string two = path("two"), four = path("four");
+  run(1, {"--steps", "2", "--checkpoint-dir", two}, 0);
+  run(1, {"--steps", "4", "--checkpoint-dir", four}, 0);
+  const ProcessResult r = run_with_rank_one_in(two, four, 6);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  for (const std::string& dir : {two, four}) {
+    EXPECT_THAT(r.err, HasSubstr("ranks disagree on the newest complete checkpoint in '" + dir +
+                                 "': rank 0 sees step 2; rank 1 sees step 4"));
+  }
+  EXPECT_THAT(r.out, Not(HasSubstr("resumed from")));
+  EXPECT_THAT(r.out, Not(HasSubstr("step     3/6")));
+}
+
 TEST_F(CheckpointJobs, RanksThatSeeOtherRunsAtOneStepStopNamingTheirManifests) {
   const std::string first = path("first"), second = path("second");
   run(1, {"--steps", "2", "--seed", "1", "--checkpoint-dir", first}, 0);
   run(1, {"--steps", "2", "--seed", "99", "--checkpoint-dir", second}, 0);
-  std::string train;  // rank 1 is given the other run's folder
-  for (const std::string& a : command(1, {"--steps", "4", "--checkpoint-dir"})) {
-    train += " '" + a + "'";
-  }
-  const ProcessResult r = run_process(
-      {PLEXUS_RUN_PATH, "-n", "2", "--", "/bin/sh", "-c",
-       "if [ \"$PLEXUS_RANK\" = 1 ]; then d='" + second + "'; else d='" + first + "'; fi; exec" +
-           train + " \"$d\""},
-      300);
+  const ProcessResult r = run_with_rank_one_in(first, second, 4);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   for (const std::string& dir : {first, second}) {
     EXPECT_THAT(r.err, HasSubstr("ranks see different checkpoints as step 2 in '" + dir +
@@ -157,29 +179,6 @@ TEST_F(CheckpointJobs, RanksThatSeeOtherRunsAtOneStepStopNamingTheirManifests) {
   EXPECT_THAT(r.err, HasSubstr("; rank 1 reads a manifest.json of checksum 0x"));
   EXPECT_THAT(r.out, Not(HasSubstr("resumed from")));
   EXPECT_THAT(r.out, Not(HasSubstr("step     3/4")));
-}
-
-// (c) Ranks that see different folders never resume from different steps.
-TEST_F(CheckpointJobs, RanksThatSeeDifferentCheckpointsStopNamingEachRanksStep) {
-  const std::string two = path("two"), four = path("four");
-  run(1, {"--steps", "2", "--checkpoint-dir", two}, 0);
-  run(1, {"--steps", "4", "--checkpoint-dir", four}, 0);
-  std::string train;  // rank 1 is given the other folder
-  for (const std::string& a : command(1, {"--steps", "6", "--checkpoint-dir"})) {
-    train += " '" + a + "'";
-  }
-  const ProcessResult r = run_process(
-      {PLEXUS_RUN_PATH, "-n", "2", "--", "/bin/sh", "-c",
-       "if [ \"$PLEXUS_RANK\" = 1 ]; then d='" + four + "'; else d='" + two + "'; fi; exec" +
-           train + " \"$d\""},
-      300);
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  for (const std::string& dir : {two, four}) {
-    EXPECT_THAT(r.err, HasSubstr("ranks disagree on the newest complete checkpoint in '" + dir +
-                                 "': rank 0 sees step 2; rank 1 sees step 4"));
-  }
-  EXPECT_THAT(r.out, Not(HasSubstr("resumed from")));
-  EXPECT_THAT(r.out, Not(HasSubstr("step     3/6")));
 }
 
 // (d) A damaged newest checkpoint: the message names the newest valid one and what to do.
