@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "comm/core/error.h"
@@ -30,10 +31,13 @@ plx_result_t random_nonce(Nonce* out) {
 
 Mac handshake_mac(const JobKeyBytes& key, MacPurpose purpose, const Nonce& server_nonce,
                   const Nonce& client_nonce, int32_t rank, int32_t nranks) {
-  static constexpr char kHello[] = "plexus-hello-v2";
-  static constexpr char kWelcome[] = "plexus-welcome-v2";
-  const char* label = purpose == MacPurpose::Hello ? kHello : kWelcome;
-  std::vector<uint8_t> message(label, label + std::strlen(label) + 1);
+  // The label and its terminating NUL, then the nonces and the two fields, little-endian.
+  const std::string_view label =
+      purpose == MacPurpose::Hello ? std::string_view("plexus-hello-v2", 16)
+                                   : std::string_view("plexus-welcome-v2", 18);
+  std::vector<uint8_t> message;
+  message.reserve(label.size() + server_nonce.size() + client_nonce.size() + 8);
+  message.insert(message.end(), label.begin(), label.end());
   message.insert(message.end(), server_nonce.begin(), server_nonce.end());
   message.insert(message.end(), client_nonce.begin(), client_nonce.end());
   for (const int32_t field : {rank, nranks}) {
