@@ -21,6 +21,18 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'L', 'X', 'C', 'K', 'P', 'T', '1'};
 
+}  // namespace
+
+CheckpointError header_field_error(const std::string& path, const std::string& field,
+                                   const nlohmann::json& value, const std::string& valid) {
+  std::string text = value.dump();
+  if (text.size() > 80) text = text.substr(0, 80) + "...";
+  return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
+                         "; valid: " + valid);
+}
+
+namespace {
+
 std::string os_error(const std::string& what, const std::string& path) {
   return "checkpoint '" + path + "': " + what + ": " + std::strerror(errno);
 }
@@ -156,10 +168,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   // The checksum holds, so anything wrong below was written so (crafted): named field by field.
   auto bad_field = [&](const std::string& field, const nlohmann::json& value,
                        const std::string& valid) {
-    std::string text = value.dump();
-    if (text.size() > 80) text = text.substr(0, 80) + "...";
-    return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
-                           "; valid: " + valid);
+    return header_field_error(path, field, value, valid);
   };
   if (!ck.header.is_object()) throw bad_field("(header)", ck.header, "a JSON object");
   const nlohmann::json sections =

@@ -21,6 +21,12 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The error for a header field of the single-file checkpoint at `path` that passed the checksum
+// but holds a wrong value (a crafted file): "checkpoint 'P': header field F is V; valid: W",
+// V being the value's JSON cut at 80 characters.
+CheckpointError header_field_error(const std::string& path, const std::string& field,
+                                   const nlohmann::json& value, const std::string& valid);
+
 struct CheckpointSection {
   std::string name;           // "params", "adam_m", "adam_v"
   std::vector<float> data;

@@ -45,19 +45,10 @@ int draw(const float* logits, int vocab, float temperature, int top_k, SplitMix6
   return vocab - 1;
 }
 
-// "checkpoint 'P': header field F is V; valid: W" (V cut at 80 characters).
-CheckpointError bad_header_field(const std::string& path, const std::string& field,
-                                 const nlohmann::json& value, const std::string& valid) {
-  std::string text = value.dump();
-  if (text.size() > 80) text = text.substr(0, 80) + "...";
-  return CheckpointError("checkpoint '" + path + "': header field " + field + " is " + text +
-                         "; valid: " + valid);
-}
-
 // The checkpoint header's model, every field range-checked before anything is sized by it.
 GptConfig header_model(const std::string& path, const nlohmann::json& header) {
   auto bad = [&](const std::string& field, const nlohmann::json& value, const std::string& valid) {
-    return bad_header_field(path, field, value, valid);
+    return header_field_error(path, field, value, valid);
   };
   const nlohmann::json model = header.contains("model") ? header.at("model") : nlohmann::json();
   if (!model.is_object()) throw bad("model", model, "an object of the model's sizes");
@@ -93,7 +84,7 @@ void check_header_fields(const std::string& path, const nlohmann::json& header,
     return header.contains(name) ? header.at(name) : nlohmann::json();
   };
   auto bad = [&](const std::string& name, const nlohmann::json& value, const std::string& valid) {
-    return bad_header_field(path, name, value, valid);
+    return header_field_error(path, name, value, valid);
   };
   if (field("format") != "plexus-gpt") throw bad("format", field("format"), "\"plexus-gpt\"");
   // nlohmann reads a whole number >= 0 as unsigned, a negative one as signed, others as float.

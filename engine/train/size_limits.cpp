@@ -7,7 +7,6 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -190,9 +189,11 @@ uint64_t host_memory_bytes() {
   if (pages <= 0 || page <= 0) return 0;
   uint64_t bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
   std::ifstream in("/proc/self/cgroup");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text(1 << 16, '\0');  // far more than any process's list of cgroups
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
   // v1 writes "no limit" as a page-rounded 2^63-1, far above any host: min() leaves it out.
-  const uint64_t limit = cgroup_memory_limit(text.substr(0, 1 << 16), "/sys/fs/cgroup");
+  const uint64_t limit = cgroup_memory_limit(text, "/sys/fs/cgroup");
   if (limit > 0) bytes = std::min(bytes, limit);
   return bytes;
 }
