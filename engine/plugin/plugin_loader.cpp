@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "plexus/plexus.h"
 #include "topology/settings/config_read.h"
 
 namespace plexus::engine {
@@ -18,11 +19,21 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kPrefix = "libplexus_plugin_";
 constexpr const char* kSuffix = ".so";
+// Where the plugins sit relative to libplexus.so's folder, in the build tree (build/lib) and in
+// an install (<prefix>/<libdir>); CMakeLists.txt's PLEXUS_PLUGIN_SUBDIR.
+constexpr const char* kPluginSubdir = PLEXUS_PLUGIN_SUBDIR;
 
-std::string executable_dir() {
+// The folder libplexus.so was loaded from (dladdr on one of its public functions), so that the
+// plugins are found beside the library wherever the build or the install tree was moved to.
+std::string library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&plx_get_version), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return {};
+  }
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
+  fs::path library = fs::canonical(info.dli_fname, ec);
+  return ec ? std::string() : library.parent_path().string();
 }
 }  // namespace
 
@@ -38,9 +49,7 @@ std::vector<std::string> plugin_search_path() {
       start = end + 1;
     }
   }
-  if (std::string exe = executable_dir(); !exe.empty()) dirs.push_back(exe + "/../lib/plexus");
-  dirs.push_back(PLEXUS_PLUGIN_BUILD_DIR);
-  dirs.push_back(PLEXUS_PLUGIN_INSTALL_DIR);
+  if (std::string lib = library_dir(); !lib.empty()) dirs.push_back(lib + "/" + kPluginSubdir);
   return dirs;
 }
 

@@ -15,8 +15,9 @@ class PluginError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The folders searched, in order: each entry of PLEXUS_PLUGIN_PATH, the folder next to the
-// running executable (../lib/plexus), the build tree's plugin folder, the install folder.
+// The folders searched, in order: each entry of PLEXUS_PLUGIN_PATH, then plexus/plugins beside
+// the libplexus.so this process loaded (build/lib/plexus/plugins in the build tree,
+// <prefix>/<libdir>/plexus/plugins in an install or an unpacked package, wherever it was moved).
 std::vector<std::string> plugin_search_path();
 
 // Names of the plugins found on the search path (from libplexus_plugin_<name>.so), sorted.

@@ -1,5 +1,5 @@
 // plexus-info: what this Plexus build is and how it can be configured.
-//   plexus-info            version, CUDA, the plugins found
+//   plexus-info            version, CUDA, the plugins found and the folders searched
 //   plexus-info --env      the table of every PLEXUS_* variable (name, type, default, help)
 #include <CLI/CLI.hpp>
 
@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
               gpus ? "" : ": ", gpus ? "" : why.c_str());
   std::printf("plugins:");
   for (const std::string& name : plexus::engine::available_plugins()) std::printf(" %s", name.c_str());
+  std::printf("\n");
+  // The folders searched, in order: PLEXUS_PLUGIN_PATH's, then the one beside libplexus.so.
+  std::printf("plugin path:");
+  for (const std::string& dir : plexus::engine::plugin_search_path()) std::printf(" %s", dir.c_str());
   std::printf("\n");
   return 0;
 }
