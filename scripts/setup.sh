@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh - installs what Plexus needs from Debian 12 and builds it (Release) into build/.
 # python3-torch, libtorch-dev and pybind11-dev are for plexus_torch, the torch.distributed
-# backend (build/python/); without them CMake skips it and says so.
+# backend (build/python/); without them CMake skips it and says so. python3-numpy is for the
+# NumPy binding (python/plexus), openmpi-bin for its test under mpirun, dpkg-dev
+# (dpkg-shlibdeps) for scripts/package.sh, gnuplot-nox for plexus-train --plot.
 # Idempotent: packages already present are not reinstalled and the build is incremental.
 # Compiles through ccache (scripts/ccache.sh; PLEXUS_CCACHE=0 turns it off).
 # Usage: scripts/setup.sh [--main-job]   (BUILD_DIR and CMAKE_ARGS may be set in the environment)
@@ -17,7 +19,8 @@ esac
 PACKAGES=(build-essential cmake pkg-config git
   libfabric-dev libfabric-bin libhwloc-dev libucx-dev libboost-dev libopenblas-dev libssl-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  python3-torch libtorch-dev pybind11-dev ccache
+  python3-torch libtorch-dev pybind11-dev python3-numpy ccache
+  dpkg-dev gnuplot-nox openmpi-bin
   nodejs npm)
 
 missing=()
