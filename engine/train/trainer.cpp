@@ -384,7 +384,9 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
       std::fflush(stdout);
       if (metrics) {
         nlohmann::json row = {{"step", step + 1}, {"loss", loss}, {"lr", adam.lr},
-                              {"grad_norm", grad_norm}, {"elapsed_s", elapsed}};
+                              {"grad_norm", grad_norm}, {"elapsed_s", elapsed},
+                              {"step_s", step_s}};
+        if (step_s > 0) row["tokens_per_s"] = tokens_per_step / step_s;
         if (validate) row["val_loss"] = last_val;
         *metrics << row.dump() << "\n" << std::flush;
       }

@@ -5,11 +5,62 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
+#include "comm/bootstrap/launcher_env.h"
 #include "engine/train/options.h"
 #include "engine/train/trainer.h"
+#include "tools/plexus-train/gnuplot_process.h"
+#include "tools/plexus-train/loss_plot.h"
 #include "tools/plexus-train/start_checks.h"
+
+namespace {
+
+using plexus::train::LossPlot;
+
+// Rank and world size as the launcher set them, before the communicator exists (the one reader
+// of those variables, as plx_comm_init_from_env uses it). A malformed environment reads as a
+// world of one: the communicator then refuses it, naming the variable.
+plexus::bootstrap::LauncherEnv launcher_env() {
+  plexus::bootstrap::LauncherEnv env;
+  if (plexus::bootstrap::read_launcher_env(&env, /*with_local=*/false) != PLX_SUCCESS) return {};
+  return env;
+}
+
+// --plot before training: every rank checks the name, rank 0 (which draws) also the folder, and
+// makes the LossPlot, which has the run record its steps (loss_plot.h). "" or the message; on
+// other ranks *plot stays empty.
+std::string start_plot(const std::string& path, int rank, std::string* metrics_path,
+                       std::unique_ptr<LossPlot>* plot) {
+  std::string why = plexus::train::check_plot_path(path, rank == 0);
+  if (!why.empty() || rank != 0) return why;
+  *plot = LossPlot::create(path, metrics_path, &why);
+  if (*plot && !plexus::train::gnuplot_on_path()) {
+    std::fprintf(stderr, "plexus-train: warning: --plot '%s': gnuplot is not on PATH; training "
+                 "goes on, but the plot will not be drawn unless it is installed by the end "
+                 "(e.g. apt-get install gnuplot-nox)\n", path.c_str());
+  }
+  return why;
+}
+
+// --plot after training, whatever its exit code: the plot drawn, or a warning naming the file
+// and the cause; the exit code stays the training's.
+void finish_plot(const LossPlot& plot, const plexus::engine::TrainOptions& t, int world_size,
+                 int code) {
+  std::fflush(stdout);
+  if (const std::string why = plot.draw(t, world_size); why.empty()) {
+    std::printf("plexus-train: plotted loss and tokens/s against step: %s\n",
+                plot.png_path().c_str());
+  } else {
+    std::fprintf(stderr, "plexus-train: warning: --plot '%s' was not drawn: %s%s\n",
+                 plot.png_path().c_str(), why.c_str(),
+                 code == 0 ? "; the training's result stands (exit code 0)" : "");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using plexus::engine::SampleOptions;
@@ -17,7 +68,7 @@ int main(int argc, char** argv) {
   TrainOptions t;
   SampleOptions s;
   bool sample = false;
-  std::string device = "cpu", autocast = "none";
+  std::string device = "cpu", autocast = "none", plot_path;
 
   CLI::App app{"plexus-train: train a GPT over Plexus collectives, or sample from a checkpoint"};
   app.set_version_flag("--version", "plexus-train 0.1.0");
@@ -81,6 +132,10 @@ int main(int argc, char** argv) {
   app.add_option("--memory-report", t.memory_report_path,
                  "at the end, every rank writes its memory figures (JSON) here; {rank} in the "
                  "path becomes the rank");
+  app.add_option("--plot", plot_path,
+                 "at the end (also after --time-limit or a signal's stop), rank 0 draws loss, "
+                 "validation loss and tokens/s against step into this .png with gnuplot (its "
+                 "folder must exist); a failure to draw is a warning, not a failed run");
 
   app.add_option("--device", device,
                  "compute device: cpu (OpenBLAS) or cuda (each rank on GPU local rank modulo "
@@ -124,5 +179,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
     return 2;
   }
-  return plexus::engine::run_training(t);
+  const plexus::bootstrap::LauncherEnv launcher = launcher_env();
+  std::unique_ptr<LossPlot> plot;
+  if (!plot_path.empty()) {
+    if (const std::string why = start_plot(plot_path, launcher.rank, &t.metrics_path, &plot);
+        !why.empty()) {
+      std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
+      return 2;
+    }
+  }
+  const int code = plexus::engine::run_training(t);
+  if (plot) finish_plot(*plot, t, launcher.world_size, code);
+  return code;
 }
