@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -10,22 +11,31 @@
 namespace plexus::engine {
 
 namespace {
-// The rank as the launcher set it, for messages before the communicator exists: the first
-// variable set, if it is a rank (plx_comm_init_from_env then reports a malformed one), else 0.
-int rank_from_environment() {
-  for (const char* name : {"PLEXUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                           "SLURM_PROCID"}) {
+// The first of `names` that is set, if it is a number in min..INT_MAX, else `fallback`.
+int first_launcher_number(std::initializer_list<const char*> names, int min, int fallback) {
+  for (const char* name : names) {
     if (const std::optional<std::string> text = env_value(name)) {
-      int64_t rank = 0;
+      int64_t value = 0;
       std::string ignored;
-      return parse_integer_text(name, *text, 0, INT_MAX, &rank, &ignored) == PLX_SUCCESS
-                 ? static_cast<int>(rank)
-                 : 0;
+      return parse_integer_text(name, *text, min, INT_MAX, &value, &ignored) == PLX_SUCCESS
+                 ? static_cast<int>(value)
+                 : fallback;
     }
   }
-  return 0;
+  return fallback;
 }
 }  // namespace
+
+int rank_from_environment() {
+  return first_launcher_number(
+      {"PLEXUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}, 0, 0);
+}
+
+int world_size_from_environment() {
+  return first_launcher_number(
+      {"PLEXUS_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, 1,
+      1);
+}
 
 World::~World() { abort(); }
 

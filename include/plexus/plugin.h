@@ -3,7 +3,8 @@
  *
  * Every parallelism axis (D, P, T) and every "+name" of a placement string is a shared library
  * named libplexus_plugin_<name>.so, found by the engine on PLEXUS_PLUGIN_PATH (a colon-separated
- * list of folders), then in the build's and the install's plugin folder (lib/plexus). It exports
+ * list of folders), then in plexus/plugins beside the libplexus.so the process loaded (the build
+ * tree's build/lib, an install's <libdir>; docs/install.md). It exports
  * exactly one symbol:
  *
  *     const plx_plugin_t* plx_plugin_v1(void);

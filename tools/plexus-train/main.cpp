@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "comm/bootstrap/launcher_env.h"
 #include "engine/train/options.h"
 #include "engine/train/trainer.h"
+#include "engine/train/world.h"
 #include "tools/plexus-train/gnuplot_process.h"
 #include "tools/plexus-train/loss_plot.h"
 #include "tools/plexus-train/start_checks.h"
@@ -18,15 +18,6 @@
 namespace {
 
 using plexus::train::LossPlot;
-
-// Rank and world size as the launcher set them, before the communicator exists (the one reader
-// of those variables, as plx_comm_init_from_env uses it). A malformed environment reads as a
-// world of one: the communicator then refuses it, naming the variable.
-plexus::bootstrap::LauncherEnv launcher_env() {
-  plexus::bootstrap::LauncherEnv env;
-  if (plexus::bootstrap::read_launcher_env(&env, /*with_local=*/false) != PLX_SUCCESS) return {};
-  return env;
-}
 
 // --plot before training: every rank checks the name, rank 0 (which draws) also the folder, and
 // makes the LossPlot, which has the run record its steps (loss_plot.h). "" or the message; on
@@ -179,16 +170,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
     return 2;
   }
-  const plexus::bootstrap::LauncherEnv launcher = launcher_env();
+  // Rank 0 draws; the rank and world size as the launcher set them (engine/train/world.h).
+  const int rank = plexus::engine::rank_from_environment();
   std::unique_ptr<LossPlot> plot;
   if (!plot_path.empty()) {
-    if (const std::string why = start_plot(plot_path, launcher.rank, &t.metrics_path, &plot);
+    if (const std::string why = start_plot(plot_path, rank, &t.metrics_path, &plot);
         !why.empty()) {
       std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
       return 2;
     }
   }
   const int code = plexus::engine::run_training(t);
-  if (plot) finish_plot(*plot, t, launcher.world_size, code);
+  if (plot) finish_plot(*plot, t, plexus::engine::world_size_from_environment(), code);
   return code;
 }
