@@ -87,28 +87,19 @@ def declare(lib):
     _fn(lib, "plx_comm_abort", [comm_t])
     _fn(lib, "plx_comm_split", [comm_t, i, i, ctypes.POINTER(comm_t)])
     _fn(lib, "plx_barrier", [comm_t])
-    # Blocking collectives: (buffers..., count, datatype, [op], [root], comm, stream).
-    _fn(lib, "plx_allreduce", [cvp, vp, sz, i, i, comm_t, vp])
-    _fn(lib, "plx_reduce", [cvp, vp, sz, i, i, i, comm_t, vp])
-    _fn(lib, "plx_broadcast", [cvp, vp, sz, i, i, comm_t, vp])
-    _fn(lib, "plx_reduce_scatter", [cvp, vp, sz, i, i, comm_t, vp])
-    _fn(lib, "plx_allgather", [cvp, vp, sz, i, comm_t, vp])
-    _fn(lib, "plx_alltoall", [cvp, vp, sz, i, comm_t, vp])
-    _fn(lib, "plx_gather", [cvp, vp, sz, i, i, comm_t, vp])
-    _fn(lib, "plx_scatter", [cvp, vp, sz, i, i, comm_t, vp])
-    _fn(lib, "plx_send", [cvp, sz, i, i, comm_t, vp])
-    _fn(lib, "plx_recv", [vp, sz, i, i, comm_t, vp])
-    # Non-blocking forms: the same less the stream, plus plx_request_t*.
-    _fn(lib, "plx_iallreduce", [cvp, vp, sz, i, i, comm_t, preq])
-    _fn(lib, "plx_ireduce", [cvp, vp, sz, i, i, i, comm_t, preq])
-    _fn(lib, "plx_ibroadcast", [cvp, vp, sz, i, i, comm_t, preq])
-    _fn(lib, "plx_ireduce_scatter", [cvp, vp, sz, i, i, comm_t, preq])
-    _fn(lib, "plx_iallgather", [cvp, vp, sz, i, comm_t, preq])
-    _fn(lib, "plx_ialltoall", [cvp, vp, sz, i, comm_t, preq])
-    _fn(lib, "plx_igather", [cvp, vp, sz, i, i, comm_t, preq])
-    _fn(lib, "plx_iscatter", [cvp, vp, sz, i, i, comm_t, preq])
-    _fn(lib, "plx_isend", [cvp, sz, i, i, comm_t, preq])
-    _fn(lib, "plx_irecv", [vp, sz, i, i, comm_t, preq])
+    # Each collective's arguments before the comm: (buffers..., count, datatype, [op], [root]).
+    # The blocking form ends with (comm, stream), the non-blocking plx_i<name> form with
+    # (comm, plx_request_t*).
+    collectives = {
+        "allreduce": [cvp, vp, sz, i, i], "reduce": [cvp, vp, sz, i, i, i],
+        "broadcast": [cvp, vp, sz, i, i], "reduce_scatter": [cvp, vp, sz, i, i],
+        "allgather": [cvp, vp, sz, i], "alltoall": [cvp, vp, sz, i],
+        "gather": [cvp, vp, sz, i, i], "scatter": [cvp, vp, sz, i, i],
+        "send": [cvp, sz, i, i], "recv": [vp, sz, i, i],
+    }
+    for name, leading in collectives.items():
+        _fn(lib, "plx_" + name, leading + [comm_t, vp])
+        _fn(lib, "plx_i" + name, leading + [comm_t, preq])
     _fn(lib, "plx_ibarrier", [comm_t, preq])
     _fn(lib, "plx_wait", [request_t])
     _fn(lib, "plx_test", [request_t, pint])

@@ -46,14 +46,19 @@ class Collectives:
         return self._start("allreduce", *self._allreduce("iallreduce", sendbuf, recvbuf, op,
                                                          datatype), nonblocking=True)
 
-    def _reduce(self, method, sendbuf, recvbuf, op, root, datatype):
-        c = Call(method, self._rank, self._size)
+    def _root_receives(self, c, sendbuf, recvbuf, root, datatype):
+        """The checked root, sendbuf, recvbuf (None off the root: it is not read there) and
+        datatype of a call whose root receives (reduce, gather)."""
         root = c.integer("root", root)
         send = c.array("sendbuf", sendbuf)
         recv = None
-        if self._rank == root:
-            recv = None if recvbuf is None else c.array("recvbuf", recvbuf, writeable=True)
-        dt = c.datatype(send, recv, datatype)
+        if self._rank == root and recvbuf is not None:
+            recv = c.array("recvbuf", recvbuf, writeable=True)
+        return root, send, recv, c.datatype(send, recv, datatype)
+
+    def _reduce(self, method, sendbuf, recvbuf, op, root, datatype):
+        c = Call(method, self._rank, self._size)
+        root, send, recv, dt = self._root_receives(c, sendbuf, recvbuf, root, datatype)
         if self._rank == root:
             recv = c.output("recvbuf", recv, send.shape, send.dtype)
             c.expect_size("recvbuf", recv, send.size, "as sendbuf")
@@ -75,16 +80,23 @@ class Collectives:
         return self._start("reduce", *self._reduce("ireduce", sendbuf, recvbuf, op, root,
                                                    datatype), nonblocking=True)
 
-    def _broadcast(self, method, sendbuf, recvbuf, root, datatype):
-        c = Call(method, self._rank, self._size)
+    def _root_sends(self, c, sendbuf, recvbuf, root, template):
+        """The checked root, sendbuf and recvbuf of a call whose root sends (broadcast,
+        scatter): sendbuf is required on the root; elsewhere it is a template of `template`
+        and may be None if recvbuf is given."""
         root = c.integer("root", root)
         send = None if sendbuf is None else c.array("sendbuf", sendbuf)
         if self._rank == root and send is None:
             raise c.fail("sendbuf is None on the root")
         if recvbuf is None and send is None:
             raise c.fail("recvbuf and sendbuf are None: a rank other than the root needs "
-                         "recvbuf (or sendbuf as a template of its shape and dtype)")
+                         f"recvbuf (or sendbuf as a template of {template})")
         recv = None if recvbuf is None else c.array("recvbuf", recvbuf, writeable=True)
+        return root, send, recv
+
+    def _broadcast(self, method, sendbuf, recvbuf, root, datatype):
+        c = Call(method, self._rank, self._size)
+        root, send, recv = self._root_sends(c, sendbuf, recvbuf, root, "its shape and dtype")
         dt = c.datatype(send, recv, datatype)
         recv = c.output("recvbuf", recv, send.shape if send is not None else None,
                         recv.dtype if send is None else send.dtype)
@@ -193,12 +205,7 @@ class Collectives:
 
     def _gather(self, method, sendbuf, recvbuf, root, datatype):
         c = Call(method, self._rank, self._size)
-        root = c.integer("root", root)
-        send = c.array("sendbuf", sendbuf)
-        recv = None
-        if self._rank == root:
-            recv = None if recvbuf is None else c.array("recvbuf", recvbuf, writeable=True)
-        dt = c.datatype(send, recv, datatype)
+        root, send, recv, dt = self._root_receives(c, sendbuf, recvbuf, root, datatype)
         if self._rank == root:
             recv = c.output("recvbuf", recv, (self._size,) + send.shape, send.dtype)
             c.expect_size("recvbuf", recv, send.size * self._size,
@@ -221,14 +228,7 @@ class Collectives:
 
     def _scatter(self, method, sendbuf, recvbuf, root, datatype):
         c = Call(method, self._rank, self._size)
-        root = c.integer("root", root)
-        send = None if sendbuf is None else c.array("sendbuf", sendbuf)
-        if self._rank == root and send is None:
-            raise c.fail("sendbuf is None on the root")
-        if recvbuf is None and send is None:
-            raise c.fail("recvbuf and sendbuf are None: a rank other than the root needs "
-                         "recvbuf (or sendbuf as a template of the root's sendbuf)")
-        recv = None if recvbuf is None else c.array("recvbuf", recvbuf, writeable=True)
+        root, send, recv = self._root_sends(c, sendbuf, recvbuf, root, "the root's sendbuf")
         dt = c.datatype(send, recv, datatype)
         if send is not None:
             count = c.divisible("sendbuf", send)
