@@ -49,6 +49,8 @@ struct TrainOptions {
   std::string pipeline_schedule = "1f1b";  // simple (GPipe) | 1f1b | interleaved
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved
   std::string save_params_path;  // full model's parameters gathered to rank 0 at the end; ""
+  std::string plot_path;  // --plot: rank 0 draws the run here at the end (plexus-train); checked
+                          // with the other outputs before training, "" if none
   std::string memory_report_path;  // each rank's memory figures as JSON, "{rank}" -> rank; ""
   // Where the model runs (--device, --autocast; engine/device/compute.h). On cuda each rank
   // takes GPU (local rank modulo the visible GPUs); several ranks may share one.

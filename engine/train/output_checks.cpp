@@ -29,7 +29,8 @@ std::string checkpoint_problem(const std::string& option, const std::string& req
 
 std::string check_output_paths(const std::string& memory_report_pattern,
                                const std::string& checkpoint_path,
-                               const std::string& save_params_path, int rank) {
+                               const std::string& save_params_path,
+                               const std::string& plot_path, int rank) {
   if (!memory_report_pattern.empty()) {
     const std::string path = memory_report_path(memory_report_pattern, rank);
     if (std::string why = topology::output_file_problem(path); !why.empty()) {
@@ -43,7 +44,17 @@ std::string check_output_paths(const std::string& memory_report_pattern,
       return why;
     }
   }
-  if (!save_params_path.empty()) return checkpoint_problem("--save-params", save_params_path);
+  if (!save_params_path.empty()) {
+    if (std::string why = checkpoint_problem("--save-params", save_params_path); !why.empty()) {
+      return why;
+    }
+  }
+  if (!plot_path.empty()) {
+    // output_file_problem names the path: "'PATH': <reason>".
+    if (std::string why = topology::output_file_problem(plot_path); !why.empty()) {
+      return "--plot " + why;
+    }
+  }
   return "";
 }
 

@@ -197,7 +197,7 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   }
   // Every output this rank writes at the end, checked now (exit 2) rather than after training.
   if (std::string why = check_output_paths(o.memory_report_path, o.checkpoint_path,
-                                           o.save_params_path, world.rank());
+                                           o.save_params_path, o.plot_path, world.rank());
       !why.empty()) {
     throw UsageError(why);
   }

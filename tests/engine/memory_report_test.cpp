@@ -119,34 +119,42 @@ TEST(OutputChecks, EachOutputIsCheckedWithItsReason) {
   ASSERT_TRUE(std::filesystem::create_directory(d + "/r1"));
   std::ofstream(d + "/file") << "x";
 
-  EXPECT_EQ(check_output_paths("", "", "", 0), "");
-  EXPECT_EQ(check_output_paths(d + "/m.{rank}.json", d + "/new/sub/c.ckpt", d + "/p.ckpt", 0), "");
+  EXPECT_EQ(check_output_paths("", "", "", "", 0), "");
+  EXPECT_EQ(check_output_paths(d + "/m.{rank}.json", d + "/new/sub/c.ckpt", d + "/p.ckpt", "", 0), "");
   // {rank} in the folder: checked with this rank's number.
-  EXPECT_EQ(check_output_paths(d + "/r{rank}/m.json", "", "", 1), "");
-  EXPECT_EQ(check_output_paths(d + "/r{rank}/m.json", "", "", 3),
+  EXPECT_EQ(check_output_paths(d + "/r{rank}/m.json", "", "", "", 1), "");
+  EXPECT_EQ(check_output_paths(d + "/r{rank}/m.json", "", "", "", 3),
             "--memory-report '" + d + "/r{rank}/m.json' (rank 3): '" + d + "/r3/m.json': folder '" +
                 d + "/r3' cannot be used: No such file or directory");
-  EXPECT_EQ(check_output_paths("/nonexistent-{rank}/m.json", "", "", 0),
+  EXPECT_EQ(check_output_paths("/nonexistent-{rank}/m.json", "", "", "", 0),
             "--memory-report '/nonexistent-{rank}/m.json' (rank 0): '/nonexistent-0/m.json': "
             "folder '/nonexistent-0' cannot be used: No such file or directory");
   // An existing folder as the report.
-  EXPECT_EQ(check_output_paths(d + "/r{rank}", "", "", 1),
+  EXPECT_EQ(check_output_paths(d + "/r{rank}", "", "", "", 1),
             "--memory-report '" + d + "/r{rank}' (rank 1): '" + d +
                 "/r1' exists and is a folder; refusing to replace it");
   // --checkpoint: a folder, a folder that is a regular file; checked on rank 0 only.
-  EXPECT_EQ(check_output_paths("", d + "/r1", "", 0),
+  EXPECT_EQ(check_output_paths("", d + "/r1", "", "", 0),
             "--checkpoint: '" + d + "/r1' exists and is a folder; refusing to replace it");
-  EXPECT_EQ(check_output_paths("", d + "/file/c.ckpt", "", 0),
+  EXPECT_EQ(check_output_paths("", d + "/file/c.ckpt", "", "", 0),
             "--checkpoint: '" + d + "/file/c.ckpt': a part of its folder is not a folder");
-  EXPECT_EQ(check_output_paths("", d + "/file/c.ckpt", "", 1), "");
-  EXPECT_EQ(check_output_paths("", "", d + "/file/sub/p.ckpt", 0),
+  EXPECT_EQ(check_output_paths("", d + "/file/c.ckpt", "", "", 1), "");
+  EXPECT_EQ(check_output_paths("", "", d + "/file/sub/p.ckpt", "", 0),
             "--save-params: '" + d + "/file/sub/p.ckpt': a part of its folder is not a folder");
-  EXPECT_EQ(check_output_paths("", "", "/dev/null", 0),
+  EXPECT_EQ(check_output_paths("", "", "/dev/null", "", 0),
             "--save-params: '/dev/null' exists and is a character device; refusing to replace it");
   // A symbolic link to a regular file is written through (save_checkpoint follows it).
   const std::string link = d + "/link.ckpt";
   ASSERT_EQ(::symlink((d + "/file").c_str(), link.c_str()), 0);
-  EXPECT_EQ(check_output_paths("", link, "", 0), "");
+  EXPECT_EQ(check_output_paths("", link, "", "", 0), "");
+  // --plot: drawn by rank 0, so checked there only; its folder must exist.
+  EXPECT_EQ(check_output_paths("", "", "", d + "/loss.png", 0), "");
+  EXPECT_EQ(check_output_paths("", "", "", d + "/none/loss.png", 0),
+            "--plot '" + d + "/none/loss.png': folder '" + d +
+                "/none' cannot be used: No such file or directory");
+  EXPECT_EQ(check_output_paths("", "", "", d + "/none/loss.png", 1), "");
+  EXPECT_EQ(check_output_paths("", "", "", d + "/r1", 0),
+            "--plot '" + d + "/r1' exists and is a folder; refusing to replace it");
 }
 
 }  // namespace

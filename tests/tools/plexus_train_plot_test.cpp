@@ -238,8 +238,9 @@ TEST_F(PlexusTrainPlot, FailedStartDrawsNoEarlierRun) {
   const ProcessResult r = run_process(argv, 60, env());
   ASSERT_TRUE(r.exited) << r.out + r.err;
   EXPECT_EQ(r.exit_code, 2) << r.out + r.err;
-  EXPECT_THAT(r.err, HasSubstr("warning: --plot '" + plot + "' was not drawn: the run recorded "
-                               "no steps\n"));
+  // Refused as bad input before training: the refusal is the message, no plot is attempted.
+  EXPECT_THAT(r.err, HasSubstr("placement"));
+  EXPECT_THAT(r.err, Not(HasSubstr("was not drawn")));
   EXPECT_FALSE(fs::exists(plot));
   EXPECT_THAT(leftover_plot_folders(), ::testing::IsEmpty());
 }
@@ -263,7 +264,7 @@ TEST_F(PlexusTrainPlot, BadPathIsRefusedBeforeTraining) {
     const ProcessResult r = run_process(train_args("D", c.plot), 60, env());
     ASSERT_TRUE(r.exited) << r.out + r.err;
     EXPECT_EQ(r.exit_code, 2) << r.out + r.err;
-    EXPECT_THAT(r.err, HasSubstr("plexus-train: --plot '" + c.plot + "': " + c.reason));
+    EXPECT_THAT(r.err, HasSubstr("--plot '" + c.plot + "': " + c.reason));
     EXPECT_THAT(r.out, Not(HasSubstr("building the model")));
     EXPECT_FALSE(fs::exists(checkpoint_));
   }
@@ -272,8 +273,24 @@ TEST_F(PlexusTrainPlot, BadPathIsRefusedBeforeTraining) {
   fs::create_directory(folder);
   const ProcessResult r = run_process(train_args("D", folder), 60, env());
   EXPECT_EQ(r.exit_code, 2) << r.out + r.err;
-  EXPECT_THAT(r.err, HasSubstr("--plot '" + folder + "': '" + folder + "' exists and is a folder"));
+  EXPECT_THAT(r.err, HasSubstr("--plot '" + folder + "' exists and is a folder"));
   EXPECT_THAT(leftover_plot_folders(), ::testing::IsEmpty());
+}
+
+// Under plexus-run, rank 0's refusal of the folder (made once the communicator exists) ends
+// rank 1 too, through the communicator: it names rank 0 rather than being stopped by a signal.
+TEST_F(PlexusTrainPlot, BadFolderOnRankZeroEndsEveryRank) {
+  const std::string plot = dir_.path() + "/no-such-folder/loss.png";
+  std::vector<std::string> argv = {PLEXUS_RUN_PATH, "-n", "2", "--"};
+  for (const std::string& a : train_args("D2", plot)) argv.push_back(a);
+  const ProcessResult r = run_process(argv, 120, env());
+  const std::string all = r.out + r.err;
+  ASSERT_TRUE(r.exited) << all;
+  EXPECT_NE(r.exit_code, 0) << all;
+  EXPECT_THAT(all, HasSubstr("[0] plexus-train: rank 0: --plot '" + plot + "': folder"));
+  EXPECT_THAT(all, ::testing::ContainsRegex("\\[1\\] plexus-train: rank 1: .*rank 0"));
+  EXPECT_THAT(all, Not(HasSubstr("building the model")));
+  EXPECT_FALSE(fs::exists(checkpoint_));
 }
 
 // No gnuplot: a warning before training and one at the end naming the file and the cause; the

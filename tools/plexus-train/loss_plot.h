@@ -13,7 +13,8 @@
 //
 // Drawing comes after the training's checkpoints are saved and its exit code is known; a failure
 // to draw is reported, never turned into a failed run. What can be checked before training
-// (the name and the folder of FILE.png) is checked then (start_checks.h: check_plot_path).
+// is checked then: the name by every rank (start_checks.h: check_plot_name), the folder by rank 0
+// once the communicator exists (engine/train/output_checks.h), so every rank stops at once.
 #pragma once
 
 #include <sys/stat.h>

@@ -19,14 +19,16 @@ namespace {
 
 using plexus::train::LossPlot;
 
-// --plot before training: every rank checks the name, rank 0 (which draws) also the folder, and
-// makes the LossPlot, which has the run record its steps (loss_plot.h). "" or the message; on
-// other ranks *plot stays empty.
-std::string start_plot(const std::string& path, int rank, std::string* metrics_path,
+// --plot before training: every rank checks the name (the engine checks the folder on rank 0
+// with the other outputs), and rank 0 (which draws) makes the LossPlot, which has the run
+// record its steps (loss_plot.h). "" or the message; on other ranks *plot stays empty.
+std::string start_plot(const std::string& path, int rank, plexus::engine::TrainOptions* t,
                        std::unique_ptr<LossPlot>* plot) {
-  std::string why = plexus::train::check_plot_path(path, rank == 0);
-  if (!why.empty() || rank != 0) return why;
-  *plot = LossPlot::create(path, metrics_path, &why);
+  std::string why = plexus::train::check_plot_name(path);
+  if (!why.empty()) return why;
+  t->plot_path = path;
+  if (rank != 0) return "";
+  *plot = LossPlot::create(path, &t->metrics_path, &why);
   if (*plot && !plexus::train::gnuplot_on_path()) {
     std::fprintf(stderr, "plexus-train: warning: --plot '%s': gnuplot is not on PATH; training "
                  "goes on, but the plot will not be drawn unless it is installed by the end "
@@ -174,13 +176,16 @@ int main(int argc, char** argv) {
   const int rank = plexus::engine::rank_from_environment();
   std::unique_ptr<LossPlot> plot;
   if (!plot_path.empty()) {
-    if (const std::string why = start_plot(plot_path, rank, &t.metrics_path, &plot);
+    if (const std::string why = start_plot(plot_path, rank, &t, &plot);
         !why.empty()) {
       std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
       return 2;
     }
   }
   const int code = plexus::engine::run_training(t);
-  if (plot) finish_plot(*plot, t, plexus::engine::world_size_from_environment(), code);
+  // Exit code 2: bad input refused before training (the message is printed); nothing to draw.
+  if (plot && code != 2) {
+    finish_plot(*plot, t, plexus::engine::world_size_from_environment(), code);
+  }
   return code;
 }

@@ -32,18 +32,11 @@ std::string check_memory_report_folder(const std::string& pattern) {
   return "";
 }
 
-std::string check_plot_path(const std::string& path, bool writer) {
-  const std::string where = "--plot '" + path + "': ";
+std::string check_plot_name(const std::string& path) {
   std::string suffix = path.size() >= 4 ? path.substr(path.size() - 4) : "";
   for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (suffix != ".png") return where + "the name must end in .png (the plot is a PNG image)";
-  if (!writer) return "";
-  std::string why = topology::output_file_problem(path);
-  if (why.empty()) return "";
-  // output_file_problem names the path itself, as "'PATH': folder ...": once is enough.
-  const std::string named = "'" + path + "': ";
-  if (why.rfind(named, 0) == 0) why.erase(0, named.size());
-  return where + why;
+  if (suffix == ".png") return "";
+  return "--plot '" + path + "': the name must end in .png (the plot is a PNG image)";
 }
 
 }  // namespace plexus::train

@@ -13,10 +13,10 @@ namespace plexus::train {
 // message: "--memory-report 'PATH': folder 'F' <reason>".
 std::string check_memory_report_folder(const std::string& pattern);
 
-// "" if `path` (--plot) can take the plot at the end: its name ends in ".png" (any case), and,
-// when `writer` (rank 0 draws; other ranks check the name only), a file can be written there
-// now (topology/output_path.h: its folder exists and is writable, and it is not a folder, a
-// symbolic link or a device). Otherwise the message: "--plot 'PATH': <reason>".
-std::string check_plot_path(const std::string& path, bool writer);
+// "" if `path` (--plot) is named as a PNG image (ends in ".png", any case), else the message
+// "--plot 'PATH': the name must end in .png ...". Where it is written is checked by rank 0, the
+// one that draws, once the communicator exists (engine/train/output_checks.h), so that a bad
+// folder ends every rank at once.
+std::string check_plot_name(const std::string& path);
 
 }  // namespace plexus::train
