@@ -58,6 +58,8 @@ std::vector<std::string> available_plugins() {
   for (const std::string& dir : plugin_search_path()) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::error_code type_ec;
+      if (!entry.is_regular_file(type_ec)) continue;  // as load_plugin: regular files only
       std::string file = entry.path().filename().string();
       if (file.rfind(kPrefix, 0) == 0 && file.size() > std::string(kPrefix).size() + 3 &&
           file.compare(file.size() - 3, 3, kSuffix) == 0) {
@@ -96,7 +98,9 @@ LoadedPlugin load_plugin(const std::string& name) {
   std::string found;
   for (const std::string& dir : plugin_search_path()) {
     std::error_code ec;
-    if (fs::exists(fs::path(dir) / file, ec)) {
+    // A regular file (or a link to one): a folder or a FIFO of that name is passed over, never
+    // handed to dlopen (which would fail, or block on the FIFO).
+    if (fs::is_regular_file(fs::path(dir) / file, ec)) {
       found = (fs::path(dir) / file).string();
       break;
     }

@@ -48,6 +48,8 @@ def to_datatype(dtype, datatype=None, method="datatype", rank="?", argument="arr
     dtype = np.dtype(dtype)
     if datatype is not None:
         try:
+            if isinstance(datatype, bool):  # an int to Python, never a datatype
+                raise ValueError(datatype)
             datatype = Datatype(datatype)
         except ValueError:
             raise errors.datatype_error(method, rank, f"datatype {datatype!r} is no plexus "

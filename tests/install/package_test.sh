@@ -20,7 +20,10 @@ version=0.1.0
 arch=$(dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 lib=usr/lib/$multiarch
-deb() { echo "$package_build/${1}_${version}_${arch}.deb"; }
+deb() {  # python3-plexus holds only Python files: Architecture all
+  if [[ $1 == python3-plexus ]]; then echo "$package_build/${1}_${version}_all.deb"
+  else echo "$package_build/${1}_${version}_${arch}.deb"; fi
+}
 for p in libplexus0 libplexus-dev plexus-tools python3-plexus; do
   [[ -s $(deb "$p") ]] || fail "scripts/package.sh made no $(deb "$p")"
 done
@@ -64,6 +67,14 @@ expect_depends libplexus-dev "libplexus0 \\(= $version\\)"
 expect_depends plexus-tools "libplexus0 \\(= $version\\)" libopenblas0 libhwloc15
 expect_depends python3-plexus "libplexus0 \\(= $version\\)" python3-numpy
 [[ $(dpkg-deb -f "$(deb libplexus0)" Section) == libs ]] || fail "libplexus0 is not in section libs"
+# DEBIAN/shlibs, for dpkg-shlibdeps of packages that link -lplexus.
+dpkg-deb -e "$(deb libplexus0)" "$tmp/control"
+[[ $(cat "$tmp/control/shlibs" 2>/dev/null) == "libplexus 0 libplexus0 (>= $version)" ]] ||
+  fail "libplexus0's DEBIAN/shlibs is '$(cat "$tmp/control/shlibs" 2>/dev/null)'"
+for p in libplexus0 libplexus-dev plexus-tools python3-plexus; do
+  [[ $(dpkg-deb -f "$(deb "$p")" Description | head -1) != "$(dpkg-deb -f "$(deb libplexus0)" \
+       Description | head -1)" || $p == libplexus0 ]] || fail "$p has libplexus0's synopsis"
+done
 echo "dpkg-deb -I: dependencies ok"
 
 root=$tmp/root

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/train/stop_request.h"
+
 extern char** environ;
 
 namespace plexus::train {
@@ -26,9 +28,16 @@ namespace {
 constexpr const char* kNotFound =
     "gnuplot was not found on PATH (install gnuplot, e.g. apt-get install gnuplot-nox)";
 
-// The last `count` non-empty lines of the log, joined with " | " (what gnuplot said last).
+constexpr std::streamoff kLogTailBytes = 4096;  // what is read of a failed gnuplot's log
+constexpr size_t kSaidBytes = 400;               // what of it goes into the message
+
+// The last `count` non-empty lines of the log's last 4 KiB, joined with " | ", control
+// characters shown as '?' and cut to 400 bytes: what gnuplot said last, whatever it printed.
 std::string last_lines(const std::string& path, size_t count) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(size > kLogTailBytes ? size - kLogTailBytes : 0);
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -38,6 +47,10 @@ std::string last_lines(const std::string& path, size_t count) {
   for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) {
     text += (text.empty() ? "" : " | ") + lines[i];
   }
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  if (text.size() > kSaidBytes) text = "..." + text.substr(text.size() - kSaidBytes);
   return text.empty() ? "(it printed nothing)" : text;
 }
 
@@ -54,7 +67,9 @@ class FileActions {
   posix_spawn_file_actions_t actions_;
 };
 
-// Waits for `pid` up to `timeout_s`; SIGKILLs and reaps it past that. *status as waitpid's.
+// Waits for `pid` up to `timeout_s`, or until SIGINT or SIGTERM asks this process to stop
+// (engine/train/stop_request.h: the caller's scope); past that, SIGKILLs and reaps it. *status
+// as waitpid's; false if it was killed.
 bool wait_bounded(pid_t pid, double timeout_s, int* status) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -65,7 +80,7 @@ bool wait_bounded(pid_t pid, double timeout_s, int* status) {
       *status = 0;                     // checks the image instead
       return true;
     }
-    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (std::chrono::steady_clock::now() >= deadline || engine::stop_requested()) break;
     const timespec pause{0, 10'000'000};  // 10 ms
     ::nanosleep(&pause, nullptr);
   }
@@ -99,6 +114,9 @@ std::string run_gnuplot(const std::string& folder, const std::string& script_nam
   }
   int status = 0;
   if (!wait_bounded(pid, timeout_s, &status)) {
+    if (const int signo = engine::stop_signal(); signo != 0) {
+      return fmt::format("stopped by SIG{} while gnuplot ran", sigabbrev_np(signo));
+    }
     return fmt::format("gnuplot ran past {:g} s and was killed", timeout_s);
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";

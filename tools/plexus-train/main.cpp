@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/train/options.h"
+#include "engine/train/stop_request.h"
 #include "engine/train/trainer.h"
 #include "engine/train/world.h"
 #include "tools/plexus-train/gnuplot_process.h"
@@ -38,10 +39,12 @@ std::string start_plot(const std::string& path, int rank, plexus::engine::TrainO
 }
 
 // --plot after training, whatever its exit code: the plot drawn, or a warning naming the file
-// and the cause; the exit code stays the training's.
+// and the cause; the exit code stays the training's. SIGINT or SIGTERM meanwhile ends gnuplot
+// and the drawing (a warning), and the LossPlot still removes its folder.
 void finish_plot(const LossPlot& plot, const plexus::engine::TrainOptions& t, int world_size,
                  int code) {
   std::fflush(stdout);
+  plexus::engine::StopRequestScope stop_while_drawing;
   if (const std::string why = plot.draw(t, world_size); why.empty()) {
     std::printf("plexus-train: plotted loss and tokens/s against step: %s\n",
                 plot.png_path().c_str());
