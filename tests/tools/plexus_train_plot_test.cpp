@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/e2e/synthetic_corpus.h"
@@ -224,6 +226,36 @@ TEST_F(PlexusTrainPlot, StopBySignalStillDrawsFromTheMetricsFile) {
   expect_png_of_plot_size(plot);
   EXPECT_TRUE(fs::exists(checkpoint_));
   EXPECT_GE(split_lines(read_bytes(metrics)).size(), 8u);
+  EXPECT_THAT(leftover_plot_folders(), ::testing::IsEmpty());
+}
+
+// SIGINT while gnuplot draws (a gnuplot that would take 100 s): gnuplot is killed at once, the
+// warning names the signal, the private folder is removed and the training's result stands.
+TEST_F(PlexusTrainPlot, SignalWhileGnuplotRunsEndsItAndCleansUp) {
+  const std::string bin = dir_.path() + "/slow-bin";
+  const std::string started = dir_.path() + "/gnuplot-started";
+  fs::create_directory(bin);
+  {
+    std::ofstream fake(bin + "/gnuplot");
+    fake << "#!/bin/sh\necho started > '" << started << "'\nexec sleep 100\n";
+  }
+  fs::permissions(bin + "/gnuplot", fs::perms::owner_all);
+  const std::string plot = dir_.path() + "/loss.png";
+  std::vector<std::string> environment = env();
+  environment.push_back("PATH=" + bin + ":/usr/bin:/bin");
+  Subprocess train(train_args("D", plot, "2"), environment);
+  for (int i = 0; i < 600 && !fs::exists(started); ++i) {  // up to 60 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(fs::exists(started)) << train.output_so_far();
+  ASSERT_EQ(::kill(train.pid(), SIGINT), 0);
+  const ProcessResult r = train.wait(60);
+  const std::string all = r.out + r.err;
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << all;
+  EXPECT_THAT(r.err, HasSubstr("warning: --plot '" + plot + "' was not drawn: stopped by SIGINT "
+                               "while gnuplot ran"));
+  EXPECT_TRUE(fs::exists(checkpoint_));
+  EXPECT_FALSE(fs::exists(plot));
   EXPECT_THAT(leftover_plot_folders(), ::testing::IsEmpty());
 }
 
