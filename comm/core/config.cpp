@@ -76,6 +76,13 @@ plx_result_t config_chunk_bytes(size_t* out) {
   return PLX_SUCCESS;
 }
 
+plx_result_t config_spin_us(int* out) {
+  std::optional<int64_t> value;
+  PLX_CHECK(config_integer("PLEXUS_SPIN_US", 0, 1000000, &value));
+  *out = static_cast<int>(value.value_or(200));
+  return PLX_SUCCESS;
+}
+
 void report_unknown_settings() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -43,6 +43,7 @@ plx_result_t config_log_level(LogLevel* out, std::string* why);
 // Shorthands for the values every communicator reads.
 plx_result_t config_timeout_ms(int* out);       // PLEXUS_TIMEOUT_MS
 plx_result_t config_chunk_bytes(size_t* out);   // PLEXUS_CHUNK_BYTES
+plx_result_t config_spin_us(int* out);          // PLEXUS_SPIN_US
 
 // Logs each line of unknown_setting_lines(environ) (topology/settings/unknown_settings.h) as a WARN,
 // the first time it is called in the process; later calls do nothing. Thread-safe. Called when a

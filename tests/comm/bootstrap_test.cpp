@@ -226,6 +226,20 @@ TEST(ConfigTable, TypedGettersParseAndDefault) {
   int timeout_ms = 0;
   ASSERT_EQ(config_timeout_ms(&timeout_ms), PLX_SUCCESS);
   EXPECT_EQ(timeout_ms, 300000);
+  unsetenv("PLEXUS_SPIN_US");
+  int spin_us = -1;
+  ASSERT_EQ(config_spin_us(&spin_us), PLX_SUCCESS);
+  EXPECT_EQ(spin_us, 200);
+  setenv("PLEXUS_SPIN_US", "0", 1);
+  ASSERT_EQ(config_spin_us(&spin_us), PLX_SUCCESS);
+  EXPECT_EQ(spin_us, 0);
+  for (const char* bad : {"abc", "-1", "1000001"}) {
+    setenv("PLEXUS_SPIN_US", bad, 1);
+    EXPECT_EQ(config_spin_us(&spin_us), PLX_ERROR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(std::string(plx_get_last_error(nullptr)),
+              std::string("PLEXUS_SPIN_US=") + bad + " is not an integer in 0..1000000");
+  }
+  unsetenv("PLEXUS_SPIN_US");
 }
 
 TEST(UniqueId, NullAndMalformedIdsAreRejected) {

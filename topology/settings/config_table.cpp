@@ -57,6 +57,11 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_TIMEOUT_MS", ConfigType::Integer, "300000",
    "Bound in milliseconds on the rendezvous, on any single wait without progress, and on the "
    "shutdown handshake of plx_comm_destroy."},
+  {"PLEXUS_SPIN_US", ConfigType::Integer, "200",
+   "Microseconds a rank waiting on the transport (libfabric, UCX) keeps polling, with "
+   "sched_yield between polls so that oversubscribed ranks give way, before it sleeps between "
+   "polls (libfabric: 20 us growing to 1 ms) or blocks on UCX's event descriptor. 0..1000000; "
+   "0: sleep at once (least CPU, more latency for a peer that is almost there)."},
   {"PLEXUS_CHUNK_BYTES", ConfigType::Bytes, "1M",
    "Pipelining slice of the collective algorithms: the largest message the ring, chain, tree and "
    "halving/doubling algorithms cut a buffer into. Device buffers: the chunk of the pipelined "

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <thread>
 
+#include "comm/core/config.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 
@@ -27,10 +28,11 @@ constexpr size_t kMaxParts = 256;
 // How long a provider error waits for the liveness channel to name a lost peer behind it.
 constexpr auto kLivenessGrace = std::chrono::milliseconds(1000);
 
-// Backs off an idle wait: yield first, then sleeps that grow with the idle time up to 1 ms.
-void idle_backoff(Clock::duration idle) {
+// Backs off an idle wait: yield for the first `spin` (PLEXUS_SPIN_US), then sleeps that grow with
+// the idle time up to 1 ms.
+void idle_backoff(Clock::duration idle, std::chrono::microseconds spin) {
   using std::chrono::microseconds;
-  if (idle < microseconds(200)) {
+  if (idle < spin) {
     sched_yield();
     return;
   }
@@ -69,10 +71,13 @@ plx_result_t OfiTransport::open(InfoPtr info, int rank, int size, int timeout_ms
 plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int timeout_ms,
                                       size_t max_msg_bytes, std::shared_ptr<AsyncState> async,
                                       std::unique_ptr<OfiTransport>* out) {
+  int spin_us = 0;  // read before any resource is made: a malformed value fails with nothing open
+  PLX_CHECK(config_spin_us(&spin_us));
   std::unique_ptr<OfiTransport> transport(new OfiTransport());
   transport->rank_ = rank;
   transport->size_ = size;
   transport->timeout_ = std::chrono::milliseconds(timeout_ms);
+  transport->spin_ = std::chrono::microseconds(spin_us);
   transport->async_ = std::move(async);
   PLX_CHECK(Fabric::open(std::move(info), rank, &transport->fabric_));
   PLX_CHECK(CompletionQueue::open(transport->fabric_->domain(), rank, &transport->cq_));
@@ -95,8 +100,8 @@ OfiTransport::~OfiTransport() {
     log_message(LogLevel::Warn, "transport closed with {} split messages in flight",
                 split_ops_.size());
   }
-  const bool failed = failure_ != PLX_SUCCESS || async_->error() != PLX_SUCCESS;
-  if (failed && !async_->failed_only_by_peer_abort()) {
+  const bool failed = failure_ != PLX_SUCCESS || (async_ && async_->error() != PLX_SUCCESS);
+  if (failed && !(async_ && async_->failed_only_by_peer_abort())) {
     // A peer was lost or the provider failed: operations may still be posted against the dead
     // peer's connection, and tcp;ofi_rxm has been seen to crash in fi_close then. The
     // communicator is being thrown away after a failure, so leak the provider objects rather
@@ -228,7 +233,7 @@ plx_result_t OfiTransport::post_one(bool is_send, int peer, uint64_t tag, void* 
                               "PLEXUS_TIMEOUT_MS={} ms",
                               rank_, is_send ? "fi_tsend" : "fi_trecv", peer, timeout_.count()));
     }
-    if (completed == 0) idle_backoff(now - start);
+    if (completed == 0) idle_backoff(now - start, spin_);
   }
 }
 
@@ -321,7 +326,7 @@ plx_result_t OfiTransport::wait_all(Request* const* reqs, size_t n) {
                   fmt::format("rank {}: {}: no progress for PLEXUS_TIMEOUT_MS={} ms", rank_,
                               describe(), timeout_.count()));
     }
-    idle_backoff(now - last_progress);
+    idle_backoff(now - last_progress, spin_);
   }
 }
 

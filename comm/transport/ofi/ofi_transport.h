@@ -108,6 +108,7 @@ class OfiTransport final : public Transport {
   int rank_ = 0;
   int size_ = 0;
   std::chrono::milliseconds timeout_{0};
+  std::chrono::microseconds spin_{200};  // PLEXUS_SPIN_US: yield-polling before sleeps
   size_t max_msg_bytes_ = 0;
   std::shared_ptr<AsyncState> async_;
   std::unique_ptr<Fabric> fabric_;

@@ -2,11 +2,13 @@
 #include "comm/transport/ucx/ucx_transport.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
 #include <thread>
 
+#include "comm/core/config.h"
 #include "comm/core/error.h"
 #include "comm/core/log.h"
 #include "comm/transport/ucx/ucx_context.h"
@@ -63,10 +65,13 @@ plx_result_t UcxTransport::open(int rank, int size, int timeout_ms,
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
                      fmt::format("UcxTransport::open: rank {}: async state is null", rank));
   }
+  int spin_us = 0;  // read before any resource is made: a malformed value fails with nothing open
+  PLX_CHECK(config_spin_us(&spin_us));
   std::unique_ptr<UcxTransport> transport(new UcxTransport());
   transport->rank_ = rank;
   transport->size_ = size;
   transport->timeout_ = std::chrono::milliseconds(timeout_ms);
+  transport->spin_ = std::chrono::microseconds(spin_us);
   transport->loopback_only_ = loopback_only;
   transport->async_ = std::move(async);
   PLX_CHECK(UcxContext::open(rank, loopback_only, &transport->context_));
@@ -321,6 +326,10 @@ plx_result_t UcxTransport::wait_all(Request* const* reqs, size_t n) {
       return fail(PLX_ERROR_TIMEOUT,
                   fmt::format("rank {}: {}: no progress for PLEXUS_TIMEOUT_MS={} ms", rank_,
                               describe(), timeout_.count()));
+    }
+    if (idle < spin_) {  // PLEXUS_SPIN_US: poll again first, giving way to other ranks
+      sched_yield();
+      continue;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - idle);
     const int wait_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 1, kIdleWaitMs));

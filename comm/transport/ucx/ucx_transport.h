@@ -114,6 +114,7 @@ class UcxTransport final : public Transport {
   int rank_ = 0;
   int size_ = 0;
   std::chrono::milliseconds timeout_{0};
+  std::chrono::microseconds spin_{200};  // PLEXUS_SPIN_US: yield-polling before blocking
   bool loopback_only_ = false;
   std::shared_ptr<AsyncState> async_;
   std::string name_ = "ucx";
