@@ -4,9 +4,11 @@ reported "rank R: N checks passed" and that the launcher exited 0.
     numpy_binding_test.py plexus-run BUILD_DIR   # BUILD_DIR/bin/plexus-run -n 4 -- python3 ...
     numpy_binding_test.py mpirun BUILD_DIR       # mpirun -np 4 (Open MPI), a free port for the
                                                  # rendezvous passed as PLEXUS_MASTER_PORT
+    numpy_binding_test.py torchrun BUILD_DIR     # BUILD_DIR/bin/plexus-torchrun --standalone
+                                                 # --nproc_per_node 4 (RANK, MASTER_ADDR/PORT)
 
 PYTHONPATH is BUILD_DIR/python, where the plexus_numpy target lays out the package. Exits 77
-(ctest's SKIP_RETURN_CODE) only when mpirun is not installed.
+(ctest's SKIP_RETURN_CODE) only when mpirun, or torch for torchrun, is not installed.
 """
 import os
 import re
@@ -35,6 +37,15 @@ def command_for(launcher, build_dir, env):
     if launcher == "plexus-run":
         return [os.path.join(build_dir, "bin", "plexus-run"), "-n", str(RANKS), "--",
                 PYTHON, WORKER]
+    if launcher == "torchrun":
+        if subprocess.run([PYTHON, "-c", "import torch.distributed.run"],
+                          capture_output=True).returncode != 0:
+            print(f"SKIPPED: {PYTHON} has no torch (Debian's python3-torch provides torchrun)")
+            sys.exit(SKIP)
+        # --standalone: the workers' MASTER_PORT is then free for Plexus's rendezvous (under the
+        # default static rendezvous torchrun's agent listens there itself; docs/numpy.md).
+        return [PYTHON, os.path.join(build_dir, "bin", "plexus-torchrun"), "--standalone",
+                "--nproc_per_node", str(RANKS), WORKER]
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         print("SKIPPED: mpirun not found (Debian's openmpi-bin provides it)")
@@ -45,7 +56,7 @@ def command_for(launcher, build_dir, env):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("plexus-run", "mpirun"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("plexus-run", "mpirun", "torchrun"):
         print(__doc__)
         return 2
     launcher, build_dir = sys.argv[1], os.path.abspath(sys.argv[2])
