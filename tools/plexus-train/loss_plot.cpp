@@ -1,8 +1,6 @@
 #include "tools/plexus-train/loss_plot.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <system_error>
 #include <vector>
 
@@ -17,7 +16,7 @@
 
 #include "tools/plexus-train/gnuplot_process.h"
 #include "tools/plexus-train/metrics_series.h"
-#include "topology/output_path.h"
+#include "topology/topology_file.h"
 
 namespace plexus::train {
 
@@ -97,52 +96,17 @@ std::string plot_script(const StepSeries& s, const std::string& title) {
   return g;
 }
 
-// Copies `from` to a new file beside `to` and renames it over `to`. "" or the cause.
+// Puts gnuplot's image `from` at `to` (topology::write_text_file: a temporary file beside it,
+// renamed over it, so `to` is either the whole new image or untouched; a symbolic link, folder
+// or device at `to` is refused). "" or the cause.
 std::string install_image(const std::string& from, const std::string& to) {
-  if (std::string why = topology::replace_target_problem(to); !why.empty()) return why;
-  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return "gnuplot wrote no image: " + errno_text();
-  struct stat st {};
-  ::fstat(in, &st);
-  if (st.st_size == 0) {
-    ::close(in);
-    return "gnuplot wrote an empty image";
-  }
-  const fs::path target(to);
-  std::string temporary =
-      (target.parent_path().empty() ? fs::path(".") : target.parent_path()).string() + "/." +
-      target.filename().string() + ".plot-XXXXXX";
-  const int out = ::mkstemp(temporary.data());
-  if (out < 0) {
-    const std::string why = "cannot create a file beside it: " + errno_text();
-    ::close(in);
-    return why;
-  }
-  ::fchmod(out, st.st_mode & 0777);  // gnuplot's file: 0666 less the umask
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return "gnuplot wrote no image: " + errno_text();
+  const std::string image{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) return "cannot read gnuplot's image: " + errno_text();
+  if (image.empty()) return "gnuplot wrote an empty image";
   std::string why;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(in, buffer, sizeof(buffer));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      why = "cannot read gnuplot's image: " + errno_text();
-      break;
-    }
-    for (ssize_t done = 0; done < n && why.empty();) {
-      const ssize_t w = ::write(out, buffer + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno != EINTR) why = "cannot write " + temporary + ": " + errno_text();
-      if (w > 0) done += w;
-    }
-    if (!why.empty()) break;
-  }
-  ::close(in);
-  if (::close(out) != 0 && why.empty()) why = "cannot write " + temporary + ": " + errno_text();
-  if (why.empty() && ::rename(temporary.c_str(), to.c_str()) != 0) {
-    why = "cannot rename " + temporary + " over it: " + errno_text();
-  }
-  if (!why.empty()) ::unlink(temporary.c_str());
-  return why;
+  return topology::write_text_file(to, image, &why) == PLX_SUCCESS ? "" : why;
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // metrics_series.h - the series plexus-train --plot draws, read back from the run's
 // --metrics-file (engine/train/checkpoint_metrics.h: one JSON object a line, written by rank 0:
-// "step", "loss", "lr", "grad_norm", "elapsed_s", and "val_loss" on validation steps).
+// "step", "loss", "lr", "grad_norm", "elapsed_s", "step_s", "tokens_per_s", and "val_loss" on
+// validation steps).
 //
-// Throughput is not a field of those lines, so it is derived: a step's tokens/s is
-// tokens_per_step / (its elapsed_s - the previous step's elapsed_s). Points where that
-// difference is not one step's time are left out: after a gap in the steps, and after a step that
-// ran validation (its pass falls between the two elapsed_s readings) unless that would leave
-// fewer than two points. Where elapsed_s drops (a resumed run restarted the clock) the step's own
-// elapsed_s is its time. A line with a "tokens_per_s" number is taken as it is.
+// A line's "tokens_per_s" is taken as it is. Lines written before the trainer recorded it have
+// none, so for them it is derived: a step's tokens/s is tokens_per_step / (its elapsed_s - the
+// previous step's elapsed_s). Points where that difference is not one step's time are left out:
+// after a gap in the steps, and after a step that ran validation (its pass falls between the two
+// elapsed_s readings) unless that would leave fewer than two points. Where elapsed_s drops (a
+// resumed run restarted the clock) the step's own elapsed_s is its time.
 #pragma once
 
 #include <cstdint>
