@@ -39,9 +39,9 @@ install(FILES ${CMAKE_BINARY_DIR}/install/PlexusConfig.cmake
               ${CMAKE_BINARY_DIR}/install/PlexusConfigVersion.cmake
   DESTINATION ${PLEXUS_CMAKE_DIR} COMPONENT development)
 
-# plexus.pc: prefix found from the file's own folder (<prefix>/<libdir>/pkgconfig).
-file(RELATIVE_PATH plexus_pc_to_prefix
-  /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+# plexus.pc: prefix found from the file's own folder (<prefix>/<libdir>/pkgconfig): the way up
+# from <libdir>/pkgconfig to the prefix, "../.." or "../../.." ("/prefix" stands for any prefix).
+file(RELATIVE_PATH plexus_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" plexus_pc_to_prefix "${plexus_pc_to_prefix}")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/plexus.pc.in ${CMAKE_BINARY_DIR}/install/plexus.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/install/plexus.pc
