@@ -1,5 +1,6 @@
 #include "engine/train/stage_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,40 @@ void StageModel::set_batch(const int32_t* tokens, const int32_t* targets, int ro
   tokens_ = tokens, targets_ = targets;
   rows_ = rows, seq_ = seq, microbatches_ = microbatches;
   losses_.assign(microbatches, 0.0);
+  for (Chunk& c : chunks_) {
+    c.slot_of.assign(microbatches, -1);
+    std::fill(c.slot_busy.begin(), c.slot_busy.end(), false);
+  }
+}
+
+int StageModel::Chunk::take_slot(int microbatch) {
+  if (slot_of[microbatch] >= 0) {
+    throw std::logic_error("StageModel: forward of microbatch " + std::to_string(microbatch) +
+                           " again before its backward");
+  }
+  size_t s = 0;
+  while (s < slot_busy.size() && slot_busy[s]) ++s;
+  if (s == slot_busy.size()) slot_busy.push_back(false);
+  slot_busy[s] = true;
+  slot_of[microbatch] = static_cast<int>(s);
+  return static_cast<int>(s);
+}
+
+int StageModel::Chunk::slot(int microbatch) const {
+  if (slot_of[microbatch] < 0) {
+    throw std::logic_error("StageModel: backward of microbatch " + std::to_string(microbatch) +
+                           " before its forward");
+  }
+  return slot_of[microbatch];
+}
+
+void StageModel::Chunk::give_slot(int microbatch) {
+  slot_busy[slot_of[microbatch]] = false;
+  slot_of[microbatch] = -1;
+}
+
+int StageModel::activation_slots(int chunk) const {
+  return static_cast<int>(chunks_[chunk].slot_busy.size());
 }
 
 size_t StageModel::activation_count() const {
@@ -125,10 +160,10 @@ plx_result_t StageModel::forward_stage(void* engine, int chunk, int microbatch,
   auto* self = static_cast<StageModel*>(engine);
   try {
     self->check_call(chunk, microbatch, "forward");
-    const Chunk& c = self->chunks_[chunk];
+    Chunk& c = self->chunks_[chunk];
     const size_t mb_tokens = static_cast<size_t>(self->rows_ / self->microbatches_) * self->seq_;
     const size_t first = microbatch * mb_tokens;
-    float loss = c.shard->forward(microbatch, self->tokens_ + first, c.layers.embed ? nullptr : input,
+    float loss = c.shard->forward(c.take_slot(microbatch), self->tokens_ + first, c.layers.embed ? nullptr : input,
                                   self->targets_ + first, self->rows_ / self->microbatches_,
                                   self->seq_, c.layers.head ? nullptr : output);
     if (c.layers.head) self->losses_[microbatch] = loss;
@@ -151,10 +186,11 @@ plx_result_t StageModel::backward_stage(void* engine, int chunk, int microbatch,
   auto* self = static_cast<StageModel*>(engine);
   try {
     self->check_call(chunk, microbatch, "backward");
-    const Chunk& c = self->chunks_[chunk];
-    c.shard->backward(microbatch, c.layers.head ? nullptr : grad_output,
+    Chunk& c = self->chunks_[chunk];
+    c.shard->backward(c.slot(microbatch), c.layers.head ? nullptr : grad_output,
                       c.layers.embed ? nullptr : grad_input,
                       1.0f / static_cast<float>(self->microbatches_));
+    c.give_slot(microbatch);
     return PLX_SUCCESS;
   } catch (const CommFailure& e) {
     std::snprintf(err, err_len, "backward of chunk %d, microbatch %d: %s", chunk, microbatch, e.what());

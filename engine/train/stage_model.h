@@ -78,6 +78,8 @@ class StageModel {
   const plx_stage_ops_t* stage_ops();
   // Mean over the step's microbatches of their losses, on the rank holding the head; 0 elsewhere.
   double mean_loss() const;
+  // Activation slots chunk c has made so far: the most microbatches it held at once.
+  int activation_slots(int chunk) const;
 
   // Loss of one batch (rows, seq) through every chunk, forward only; meaningful on the rank
   // holding the head (0 elsewhere). Throws CommFailure.
@@ -91,9 +93,18 @@ class StageModel {
                                      size_t err_len);
 
  private:
+  // A chunk's microbatches in flight each hold one of its activation slots (GptShard), from
+  // their forward to their backward; a finished microbatch's slot is reused by the next
+  // forward, so a chunk keeps as many slots as its schedule has microbatches in flight at
+  // once (1F1B: at most P - p; GPipe: M), each kept at its largest size.
   struct Chunk {
     ChunkLayers layers;
     std::unique_ptr<GptShard> shard;
+    std::vector<int> slot_of;     // per microbatch of the step: its slot, -1 if none
+    std::vector<bool> slot_busy;  // per slot
+    int take_slot(int microbatch);   // the lowest free slot; throws logic_error if it has one
+    int slot(int microbatch) const;  // its slot; throws logic_error if none
+    void give_slot(int microbatch);
   };
   void check_call(int chunk, int microbatch, const char* what) const;
 
