@@ -618,6 +618,33 @@ plx_result_t plx_comm_set_algorithm(plx_comm_t comm, const char* spec);
 plx_result_t plx_comm_last_algorithm(plx_comm_t comm, const char** name);
 
 /* ------------------------------------------------------------------------------------------
+ * Predicted time of a collective on a group of comm's ranks, from comm's cost model (the
+ * alpha-beta-gamma model of Hockney and of Thakur, Rabenseifner & Gropp, IJHPCA 2005, with the
+ * parameters measured for comm; docs/algorithms.md gives each algorithm's formula), without
+ * running or sending anything: planners price the collectives of groups they have not made yet
+ * (the engine's placement planner, docs/placement.md).
+ *  - collective: "allreduce", "reduce", "broadcast", "reduce_scatter", "allgather", "alltoall",
+ *    "alltoallv", "gather", "scatter", "barrier" (the names of PLEXUS_ALGO), or "sendrecv": one
+ *    message between the two members (nranks must be 2).
+ *  - count: elements of datatype, as the collective's call takes them (reduce_scatter and
+ *    allgather: one rank's block; alltoall: the block sent to each rank; sendrecv: the message).
+ *  - ranks: nranks distinct ranks of comm (0..size-1) that would run it as one communicator
+ *    split from comm, on the hosts comm has them on; NULL with nranks = comm's size: all of comm.
+ *  - *seconds: the prediction for the algorithm the cost model would choose for that group
+ *    (honouring comm's algorithm overrides, PLEXUS_ALGO or plx_comm_set_algorithm); 0 for one
+ *    rank. A prediction, not a measurement: docs/algorithms.md says how close each is.
+ * Errors: PLX_ERROR_INVALID_ARGUMENT for a NULL comm, collective or seconds, an unknown
+ * collective, a bad datatype, nranks not in 1..size, ranks NULL with nranks != size, a rank out
+ * of range or listed twice, sendrecv with nranks != 2, or count * element size overflowing
+ * size_t (the message names the argument and the caller's rank). Local: no communication, may
+ * be called on any rank alone. Thread safety: safe with calls on comm from other threads except
+ * plx_comm_set_algorithm, plx_comm_destroy and plx_comm_abort.
+ * ------------------------------------------------------------------------------------------ */
+plx_result_t plx_comm_predict_time(plx_comm_t comm, const char* collective, size_t count,
+                                   plx_datatype_t datatype, const int* ranks, int nranks,
+                                   double* seconds);
+
+/* ------------------------------------------------------------------------------------------
  * Registered buffers (after NCCL's ncclMemAlloc / ncclCommRegister user-buffer registration).
  * Host memory from plx_mem_alloc can be mapped by the other ranks of the host; once a range of
  * it is registered on a communicator, collectives there may read and write it from the peers'
