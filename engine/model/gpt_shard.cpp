@@ -120,12 +120,29 @@ int GptShard::group_size() const {
 
 // Sizes the shared backward workspace (and the loss statistics) and, when checkpointing, the
 // recompute area (group_size() blocks' activations) for (B,T), growing only.
+ShardWorkspace shard_workspace_floats(const GptConfig& config, const ShardSpec& spec,
+                                      const ActivationPolicy& policy, int B, int T) {
+  const TpBlockDims d{B, T, config.n_embd, config.n_head};
+  const size_t BT = d.rows(), BTC = BT * config.n_embd;
+  const size_t V = static_cast<size_t>(padded_vocab(config.vocab_size, spec.tp_degree)) /
+                   spec.tp_degree;  // the shard's local vocabulary rows (tp_vocab.h)
+  const size_t scratch = tp_block_scratch_floats(d, spec.tp_degree);
+  const size_t head = spec.head ? BTC + BT * V + 3 * BT : 0;
+  ShardWorkspace out;
+  out.workspace = 3 * BTC + scratch + head;
+  const size_t blocks = static_cast<size_t>(spec.last_block - spec.first_block);
+  if (policy.checkpoint_every > 0 && blocks > 0) {
+    out.recompute = std::min<size_t>(policy.checkpoint_every, blocks) *
+                    tp_block_acts_floats(d, spec.tp_degree);
+  }
+  return out;
+}
+
 void GptShard::layout_workspace(int B, int T) {
   const TpBlockDims d = dims(B, T);
   const size_t BT = d.rows(), BTC = BT * config_.n_embd, V = vocab_.rows;
   const size_t scratch = tp_block_scratch_floats(d, spec_.tp_degree);
-  const size_t head = spec_.head ? BTC + BT * V + 3 * BT : 0;
-  const size_t need = 3 * BTC + scratch + head;
+  const size_t need = shard_workspace_floats(config_, spec_, policy_, B, T).workspace;
   if (work_.size() < need) {
     work_ = TrackedBuffer();
     work_ = TrackedBuffer(need, MemoryPool::kDevice, MemoryCategory::kActivations, true, tracker_);

@@ -126,6 +126,28 @@ void scatter_into_full(const std::vector<ShardTensor>& tensors, const float* sha
 void extract_from_full(const std::vector<ShardTensor>& tensors, const float* full,
                        float* shard_values);
 
+// The units (param_units.h) that tile a shard with these tensors, in order, and the most
+// elements of tensor-parallel replicated tensors (split_dim -1) in one unit: the size of the
+// staging where a tensor-parallel shard packs their gradients for the allreduce.
+struct ShardUnitTable {
+  std::vector<ParamUnit> units;
+  size_t replicated_max = 0;
+};
+ShardUnitTable shard_units(const std::vector<ShardTensor>& tensors);
+
+// Floats of what a shard lays out for a microbatch of (B, T), as forward() does, all in
+// (device, activations): the backward workspace (the stream's gradients, the block's scratch,
+// the head's gradients and loss statistics) and, when checkpointing, the recompute area
+// (min(checkpoint_every, blocks) blocks' activations). The activation slots are
+// shard_activations.h's slot_floats. Both only grow with B and T. Placement planners size a
+// run with these without building it.
+struct ShardWorkspace {
+  size_t workspace = 0;
+  size_t recompute = 0;
+};
+ShardWorkspace shard_workspace_floats(const GptConfig& config, const ShardSpec& spec,
+                                      const ActivationPolicy& policy, int B, int T);
+
 class ActivationSlot;  // shard_activations.h
 
 // Whether a new shard's parameter and gradient buffers start committed (zero-filled and

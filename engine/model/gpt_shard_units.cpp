@@ -23,28 +23,42 @@ std::string unit_of(const std::string& tensor) {
 
 }  // namespace
 
-void GptShard::build_units() {
-  size_t replicated_max = 0, replicated = 0;
-  for (size_t k = 0; k < tensors_.size(); ++k) {
-    const ShardTensor& t = tensors_[k];
+ShardUnitTable shard_units(const std::vector<ShardTensor>& tensors) {
+  ShardUnitTable table;
+  size_t replicated = 0;
+  for (const ShardTensor& t : tensors) {
     const std::string name = unit_of(t.name);
-    if (units_.empty() || units_.back().name != name) {
-      units_.push_back(ParamUnit{name, t.offset, 0});
-      unit_tensors_.emplace_back(k, k);
+    if (table.units.empty() || table.units.back().name != name) {
+      table.units.push_back(ParamUnit{name, t.offset, 0});
       replicated = 0;
-      const int u = static_cast<int>(units_.size()) - 1;
-      if (name == "wte") (spec_.embed && u == 0 ? unit_wte_ : unit_head_wte_) = u;
-      if (name == "wpe") unit_wpe_ = u;
-      if (name == "ln_f") unit_lnf_ = u;
-      if (name.rfind("blocks.", 0) == 0 && unit_block0_ < 0) unit_block0_ = u;
     }
-    units_.back().count += t.numel();
-    unit_tensors_.back().second = k + 1;
+    table.units.back().count += t.numel();
     if (t.replicated_in_tp) replicated += t.numel();
-    replicated_max = std::max(replicated_max, replicated);
+    table.replicated_max = std::max(table.replicated_max, replicated);
   }
-  if (spec_.tp_degree > 1 && replicated_max > 0) {
-    replicated_ = TrackedBuffer(replicated_max, MemoryPool::kDevice,
+  return table;
+}
+
+void GptShard::build_units() {
+  ShardUnitTable table = shard_units(tensors_);
+  units_ = std::move(table.units);
+  size_t k = 0;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const std::string& name = units_[u].name;
+    const size_t first = k;
+    while (k < tensors_.size() && unit_of(tensors_[k].name) == name &&
+           tensors_[k].offset < units_[u].offset + units_[u].count) {
+      ++k;
+    }
+    unit_tensors_.emplace_back(first, k);
+    const int i = static_cast<int>(u);
+    if (name == "wte") (spec_.embed && i == 0 ? unit_wte_ : unit_head_wte_) = i;
+    if (name == "wpe") unit_wpe_ = i;
+    if (name == "ln_f") unit_lnf_ = i;
+    if (name.rfind("blocks.", 0) == 0 && unit_block0_ < 0) unit_block0_ = i;
+  }
+  if (spec_.tp_degree > 1 && table.replicated_max > 0) {
+    replicated_ = TrackedBuffer(table.replicated_max, MemoryPool::kDevice,
                                 MemoryCategory::kCommunication, true, tracker_);
   }
 }

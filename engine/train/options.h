@@ -50,6 +50,9 @@ struct TrainOptions {
   double time_limit_s = 0;    // stop early (and save) after this much wall time; 0: none
   float target_val_loss = 0;  // stop early (and save) once validation loss is below; 0: none
   bool explain = false;
+  // --estimate-memory: rank 0 prints each stage's predicted memory (engine/plan/memory_model.h)
+  // once the placement and plugins are set up, and the run ends there (exit 0), untrained.
+  bool estimate_memory = false;
   int microbatches = 1;       // per step and data-parallel rank; local rows split evenly
   std::string pipeline_schedule = "1f1b";  // simple (GPipe) | 1f1b | interleaved
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved

@@ -39,7 +39,8 @@ StageModel::StageModel(const GptConfig& config, const StageLayout& layout, Tenso
   for (int c = 0; c < layout.virtual_stages; ++c) {
     const ShardSpec spec = chunk_spec(config, layout, c);
     const ChunkLayers l{spec.first_block, spec.last_block, spec.embed, spec.head};
-    chunks_.push_back(Chunk{l, std::make_unique<GptShard>(config, spec, ops, tracker, storage)});
+    chunks_.push_back(
+        Chunk{l, std::make_unique<GptShard>(config, spec, ops, tracker, storage), {}, {}});
   }
   ops_.struct_size = sizeof(plx_stage_ops_t);
   ops_.abi_version = PLX_PLUGIN_ABI_VERSION;

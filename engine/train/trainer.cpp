@@ -24,6 +24,7 @@
 #include "engine/optim/grad_clip.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/placement/placement.h"
+#include "engine/plan/memory_model.h"
 #include "engine/plugin/plugin_loader.h"
 #include "engine/train/active_plugins.h"
 #include "engine/train/checkpoint.h"
@@ -139,14 +140,24 @@ double replica_mean(World& world, const StageModel& model, double value, int dat
 }
 
 // Mean validation loss over the whole validation set, averaged over the data-parallel ranks.
+// Each batch goes through in the step's microbatches, so validation needs no more activation
+// memory than training (every microbatch has the same rows, so the mean of their means is the
+// batch's mean).
 float validation_loss(StageModel& model, const TextDataset& data, const TrainOptions& o,
                       World& world, int d, int local_rows, int data_degree) {
   std::vector<int32_t> tokens, targets;
+  const int M = o.microbatches, rows = local_rows / M;
+  const size_t mb_tokens = static_cast<size_t>(rows) * o.model.seq_len;
   double sum = 0;
   for (int i = 0; i < o.val_batches; ++i) {
     data.validation_batch(i, o.val_batches, o.global_batch, d * local_rows, local_rows, tokens,
                           targets);
-    sum += model.forward_only(tokens.data(), targets.data(), local_rows, o.model.seq_len);
+    double batch = 0;
+    for (int m = 0; m < M; ++m) {
+      batch += model.forward_only(tokens.data() + m * mb_tokens, targets.data() + m * mb_tokens,
+                                  rows, o.model.seq_len);
+    }
+    sum += batch / M;
   }
   return static_cast<float>(
       replica_mean(world, model, sum / o.val_batches, data_degree, "validation loss"));
@@ -231,6 +242,19 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                                  o.placement, layout.tensor_degree));
   }
   const MemoryPlan memory = make_memory_plan(plugins, o.placement);
+  if (o.estimate_memory) {
+    const MemoryModelInput in = memory_model_input(o, data_degree, P, placement.degree('T'),
+                                                   memory.plan);
+    if (std::string why = check_memory_model_input(in); !why.empty()) {
+      throw UsageError(fmt::format("--estimate-memory: placement '{}': {}", o.placement, why));
+    }
+    if (world.rank() == 0) {
+      std::printf("plexus-train: predicted memory peaks per rank of each pipeline stage, "
+                  "placement %s (docs/memory.md):\n%s\n",
+                  o.placement.c_str(), describe_prediction(predict_memory(in)).c_str());
+    }
+    return 0;
+  }
   set_setup_stage("reading the data");
   TextDataset data(o.data_path, o.model.seq_len);
   choose_blas_threads(world.local_size());

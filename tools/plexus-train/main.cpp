@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
                  "stop and save once validation loss is below this (0: none)");
   app.add_flag("--explain", t.explain,
                "rank 0 prints each rank's (d,p,t), groups, layers and plugins");
+  app.add_flag("--estimate-memory", t.estimate_memory,
+               "print each pipeline stage's predicted memory peaks per rank (as --memory-report "
+               "would measure them) and exit without training");
   app.add_option("--microbatches", t.microbatches,
                  "microbatches per step (each rank's rows split evenly; pipelines overlap them)")
       ->capture_default_str();
