@@ -50,6 +50,10 @@ struct TrainOptions {
   double time_limit_s = 0;    // stop early (and save) after this much wall time; 0: none
   float target_val_loss = 0;  // stop early (and save) once validation loss is below; 0: none
   bool explain = false;
+  // --evaluate: no training; the single-file --checkpoint's validation loss over the whole
+  // validation split under this placement (evaluate.h); its model sizes replace --n-layer,
+  // --n-head, --n-embd and --seq-len; --metrics-file gets one JSON object.
+  bool evaluate = false;
   int microbatches = 1;       // per step and data-parallel rank; local rows split evenly
   std::string pipeline_schedule = "1f1b";  // simple (GPipe) | 1f1b | interleaved
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved

@@ -142,6 +142,10 @@ int main(int argc, char** argv) {
                  "accumulation)")
       ->capture_default_str();
 
+  app.add_flag("--evaluate", t.evaluate,
+               "no training: the validation loss and perplexity of --checkpoint over the whole "
+               "validation split of --data, under --placement (model sizes from the "
+               "checkpoint; --metrics-file gets a JSON object)");
   app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
   app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();
   app.add_option("--tokens", s.tokens, "bytes to generate (with --sample)")->capture_default_str();
