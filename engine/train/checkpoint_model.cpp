@@ -99,12 +99,12 @@ ModelCheckpoint load_model_checkpoint(const std::string& path) {
   m.config = header_model(path, m.file.header);
   // Its parameters are in the file, so the model is no larger than the file: checked before
   // the model is allocated.
-  m.params = m.file.find("params");
-  if (m.params == nullptr || m.params->size() != full_num_params(m.config)) {
+  const std::vector<float>* params = m.file.find("params");
+  if (params == nullptr || params->size() != full_num_params(m.config)) {
     throw CheckpointError(fmt::format(
         "checkpoint '{}' has {} parameters in its params section; its header's model (n_layer "
         "{}, n_embd {}, vocab_size {}, max_seq_len {}) has {}",
-        path, m.params ? m.params->size() : 0, m.config.n_layer, m.config.n_embd,
+        path, params ? params->size() : 0, m.config.n_layer, m.config.n_embd,
         m.config.vocab_size, m.config.max_seq_len, full_num_params(m.config)));
   }
   check_header_fields(path, m.file.header, m.config);

@@ -15,7 +15,8 @@ namespace plexus::engine {
 struct ModelCheckpoint {
   Checkpoint file;
   GptConfig config;                    // the header's model
-  const std::vector<float>* params = nullptr;  // file's params section: full_num_params(config)
+  // The file's params section, full_num_params(config) floats (checked on loading).
+  const std::vector<float>& params() const { return *file.find("params"); }
 };
 
 // Loads `path` (load_checkpoint), checks its header's model (each size an integer in

@@ -25,7 +25,12 @@ ModelCheckpoint evaluation_checkpoint(TrainOptions* o) {
         "--evaluate reads the single-file --checkpoint, not --checkpoint-dir '" +
         o->checkpoint_dir + "' (a run with --checkpoint-dir also writes --checkpoint at its end)");
   }
-  ModelCheckpoint ck = load_model_checkpoint(o->checkpoint_path);
+  ModelCheckpoint ck;
+  try {
+    ck = load_model_checkpoint(o->checkpoint_path);
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(std::string("--checkpoint: ") + e.what());
+  }
   o->model.n_layer = ck.config.n_layer;
   o->model.n_head = ck.config.n_head;
   o->model.n_embd = ck.config.n_embd;

@@ -28,7 +28,7 @@ int run_sampling(const SampleOptions& o) {
     }
     const ModelCheckpoint ck = load_model_checkpoint(o.checkpoint_path);
     Gpt model(ck.config);  // on the selected device
-    std::copy(ck.params->begin(), ck.params->end(), model.params());
+    std::copy(ck.params().begin(), ck.params().end(), model.params());
 
     std::vector<int32_t> context(o.prompt.begin(), o.prompt.end());
     for (int32_t& t : context) t = static_cast<uint8_t>(t);

@@ -286,7 +286,7 @@ int train(const TrainOptions& options, World& world,
   const int local_rows = o.global_batch / data_degree;
   if (o.evaluate) {
     set_setup_stage("evaluating");
-    load_full_parameters(*evaluated->params, model, *state);
+    load_full_parameters(evaluated->params(), model, *state);
     const EvaluationResult result = evaluate_validation(model, data, world, data_degree, d,
                                                         o.global_batch, o.model.seq_len);
     const int64_t step = evaluated->file.header.at("step").get<int64_t>();
