@@ -201,6 +201,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "plexus-train: --sample and --evaluate cannot be combined\n");
     return 2;
   }
+  if (t.evaluate && !plot_path.empty()) {
+    std::fprintf(stderr, "plexus-train: --plot draws a training run; --evaluate trains nothing "
+                 "(its result goes to --metrics-file)\n");
+    return 2;
+  }
   if (sample) {
     s.checkpoint_path = t.checkpoint_path;
     return plexus::engine::run_sampling(s);
