@@ -204,6 +204,8 @@ TEST_F(EvaluatePredict, BadArgumentsExit2NamingTheArgument) {
       {1, {"--evaluate", "--data", data_, "--checkpoint", ""}, "--checkpoint"},
       {1, {"--evaluate", "--data", data_, "--checkpoint", ckpt_, "--metrics-file",
            path("no/such/folder.json")}, "--metrics-file"},
+      {1, {"--evaluate", "--data", data_, "--checkpoint", ckpt_, "--checkpoint-dir",
+           path("dir")}, "--checkpoint-dir"},
       {1, {"--predict", path("missing.txt"), "--predict-output", path("o.jsonl"), "--checkpoint",
            ckpt_}, "--predict"},
       {1, {"--predict", input, "--predict-output", path("no/such/o.jsonl"), "--checkpoint",
