@@ -76,4 +76,14 @@ void TextDataset::validation_batch(int index, int num_batches, int global_rows, 
   }
 }
 
+void TextDataset::validation_windows(size_t first, int rows, std::vector<int32_t>& tokens,
+                                     std::vector<int32_t>& targets) const {
+  tokens.resize(static_cast<size_t>(rows) * seq_len_);
+  targets.resize(tokens.size());
+  for (int i = 0; i < rows; ++i) {
+    window(train_end_ + (first + i) * static_cast<size_t>(seq_len_),
+           &tokens[static_cast<size_t>(i) * seq_len_], &targets[static_cast<size_t>(i) * seq_len_]);
+  }
+}
+
 }  // namespace plexus::engine

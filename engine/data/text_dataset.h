@@ -40,6 +40,15 @@ class TextDataset {
   void validation_batch(int index, int num_batches, int global_rows, int first_row, int rows,
                         std::vector<int32_t>& tokens, std::vector<int32_t>& targets) const;
 
+  // The whole validation split as non-overlapping windows (plexus-train --evaluate): window w
+  // has as tokens validation bytes [w*seq_len, (w+1)*seq_len) and as targets those shifted by
+  // one, so every validation byte but the first is a target exactly once, except the tail: the
+  // (size(kValidation) - 1) % seq_len last targets, too few for a window, are left out.
+  size_t validation_windows() const { return (size(Split::kValidation) - 1) / seq_len_; }
+  // Windows [first, first + rows) of those (first + rows <= validation_windows()).
+  void validation_windows(size_t first, int rows, std::vector<int32_t>& tokens,
+                          std::vector<int32_t>& targets) const;
+
  private:
   void window(size_t offset, int32_t* tokens, int32_t* targets) const;
 

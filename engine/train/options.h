@@ -53,6 +53,10 @@ struct TrainOptions {
   // --estimate-memory: rank 0 prints each stage's predicted memory (engine/plan/memory_model.h)
   // once the placement and plugins are set up, and the run ends there (exit 0), untrained.
   bool estimate_memory = false;
+  // --evaluate: no training; the single-file --checkpoint's validation loss over the whole
+  // validation split under this placement (evaluate.h); its model sizes replace --n-layer,
+  // --n-head, --n-embd and --seq-len; --metrics-file gets one JSON object.
+  bool evaluate = false;
   int microbatches = 1;       // per step and data-parallel rank; local rows split evenly
   std::string pipeline_schedule = "1f1b";  // simple (GPipe) | 1f1b | interleaved
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved

@@ -31,6 +31,7 @@
 #include "engine/train/checkpoint_io.h"
 #include "engine/train/checkpoint_metrics.h"
 #include "engine/train/device_choice.h"
+#include "engine/train/evaluate.h"
 #include "engine/train/explain.h"
 #include "engine/train/memory_plan.h"
 #include "engine/train/memory_report.h"
@@ -45,6 +46,8 @@
 #include "engine/train/stop_request.h"
 #include "engine/train/world.h"
 #include "topology/host.h"
+#include "topology/output_path.h"
+#include "topology/topology_file.h"
 
 namespace plexus::engine {
 
@@ -170,7 +173,10 @@ std::string degrees_text(const Placement& placement) {
   return text;
 }
 
-int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& groups_out) {
+int train(const TrainOptions& options, World& world,
+          std::unique_ptr<ParallelGroups>& groups_out) {
+  TrainOptions o = options;
+  std::optional<ModelCheckpoint> evaluated;  // --evaluate: the checkpoint, its model in o.model
   // SIGTERM/SIGINT from here on, once the communicator exists and its transport's handlers are
   // in place. During set-up (nothing to save yet, and building a large model or reading a
   // checkpoint may take minutes) they end the process at once, naming the stage; from the first
@@ -179,6 +185,15 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
   std::optional<SetupStopScope> setup_stop;
   setup_stop.emplace(fmt::format("plexus-train: rank {}: ", world.rank()));
   set_setup_stage("checking the options");
+  if (o.evaluate) {
+    set_setup_stage("reading the checkpoint");
+    try {
+      evaluated.emplace(evaluation_checkpoint(&o));
+    } catch (const CheckpointError& e) {
+      throw UsageError(e.what());  // a missing, damaged or crafted checkpoint is bad input
+    }
+    set_setup_stage("checking the options");
+  }
   Placement placement = parse_placement(o.placement);
   resolve_placement(placement, world.size(), o.pipeline_degree, o.tensor_degree);
   const int data_degree = placement.degree('D');
@@ -207,10 +222,17 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
     throw UsageError(why);
   }
   // Every output this rank writes at the end, checked now (exit 2) rather than after training.
-  if (std::string why = check_output_paths(o.memory_report_path, o.checkpoint_path,
+  // --evaluate reads --checkpoint and writes only --metrics-file (rank 0).
+  if (std::string why = check_output_paths(o.memory_report_path,
+                                           o.evaluate ? "" : o.checkpoint_path,
                                            o.save_params_path, o.plot_path, world.rank());
       !why.empty()) {
     throw UsageError(why);
+  }
+  if (o.evaluate && world.rank() == 0 && !o.metrics_path.empty()) {
+    if (std::string why = topology::output_file_problem(o.metrics_path); !why.empty()) {
+      throw UsageError("--metrics-file " + why);
+    }
   }
   const StageLayout layout = stage_layout(placement, world.rank(), o.virtual_stages);
   ShardSpec first = chunk_spec(config, layout, 0);
@@ -286,6 +308,31 @@ int train(const TrainOptions& o, World& world, std::unique_ptr<ParallelGroups>& 
                       world.rank(), world.size());
   }
   const int local_rows = o.global_batch / data_degree;
+  if (o.evaluate) {
+    set_setup_stage("evaluating");
+    load_full_parameters(evaluated->params(), model, *state);
+    const EvaluationResult result = evaluate_validation(model, data, world, data_degree, d,
+                                                        o.global_batch, o.model.seq_len);
+    const int64_t step = evaluated->file.header.at("step").get<int64_t>();
+    if (leader) {
+      std::printf("%s\n", evaluation_line(o.checkpoint_path, step, result, o.model.seq_len)
+                              .c_str());
+      std::fflush(stdout);
+      if (!o.metrics_path.empty()) {
+        std::string error;
+        if (topology::write_text_file(
+                o.metrics_path,
+                evaluation_json(o.checkpoint_path, step, o.placement, world.size(), result,
+                                o.model.seq_len),
+                &error) != PLX_SUCCESS) {
+          throw std::runtime_error("--metrics-file: " + error);
+        }
+      }
+    }
+    state.reset();    // unhook the model before the plugins whose collectives the hooks call
+    plugins.clear();  // destroy the plugins before their groups
+    return 0;
+  }
   const double tokens_per_step = static_cast<double>(o.global_batch) * o.model.seq_len;
   if (leader) {
     std::printf("plexus-train: %d ranks, placement %s (%s), model %d layers x %d dims x %d heads "

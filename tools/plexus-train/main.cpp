@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/train/options.h"
+#include "engine/train/predict.h"
 #include "engine/train/stop_request.h"
 #include "engine/train/trainer.h"
 #include "engine/train/world.h"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   TrainOptions t;
   SampleOptions s;
   bool sample = false;
+  plexus::engine::PredictOptions predict;
   std::string device = "cpu", autocast = "none", plot_path;
 
   CLI::App app{"plexus-train: train a GPT over Plexus collectives, or sample from a checkpoint"};
@@ -145,12 +147,25 @@ int main(int argc, char** argv) {
                  "accumulation)")
       ->capture_default_str();
 
+  app.add_flag("--evaluate", t.evaluate,
+               "no training: the validation loss and perplexity of --checkpoint over the whole "
+               "validation split of --data, under --placement (model sizes from the "
+               "checkpoint; --metrics-file gets a JSON object)");
   app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
   app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();
   app.add_option("--tokens", s.tokens, "bytes to generate (with --sample)")->capture_default_str();
   app.add_option("--temperature", s.temperature, "sampling temperature")->capture_default_str();
   app.add_option("--top-k", s.top_k, "sample among the k most likely bytes (0: all)");
   app.add_option("--sample-seed", s.seed, "seed of the sampler")->capture_default_str();
+  app.add_option("--predict", predict.input_path,
+                 "no training: for each line of this text file, --tokens bytes sampled from "
+                 "--checkpoint and the most likely next bytes, as JSON lines into "
+                 "--predict-output");
+  app.add_option("--predict-output", predict.output_path,
+                 "with --predict: the JSON lines file (rank 0 writes it; its folder must exist)");
+  app.add_option("--predict-top", predict.top,
+                 "with --predict: most likely next bytes listed per line, with probabilities")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -167,6 +182,33 @@ int main(int argc, char** argv) {
   }
   s.device = t.device;
   s.autocast = t.autocast;
+  if (!predict.input_path.empty() || !predict.output_path.empty()) {
+    if (predict.input_path.empty()) {
+      std::fprintf(stderr, "plexus-train: --predict-output needs --predict INPUT (the prompts, "
+                   "one per line)\n");
+      return 2;
+    }
+    if (sample || t.evaluate) {
+      std::fprintf(stderr, "plexus-train: --predict cannot be combined with %s\n",
+                   sample ? "--sample" : "--evaluate");
+      return 2;
+    }
+    s.checkpoint_path = t.checkpoint_path;
+    predict.sample = s;
+    predict.placement = t.placement;
+    predict.pipeline_degree = t.pipeline_degree;
+    predict.tensor_degree = t.tensor_degree;
+    return plexus::engine::run_prediction(predict);
+  }
+  if (sample && t.evaluate) {
+    std::fprintf(stderr, "plexus-train: --sample and --evaluate cannot be combined\n");
+    return 2;
+  }
+  if (t.evaluate && !plot_path.empty()) {
+    std::fprintf(stderr, "plexus-train: --plot draws a training run; --evaluate trains nothing "
+                 "(its result goes to --metrics-file)\n");
+    return 2;
+  }
   if (sample) {
     s.checkpoint_path = t.checkpoint_path;
     return plexus::engine::run_sampling(s);
