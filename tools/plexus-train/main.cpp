@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "engine/placement/smp_config.h"
+#include "engine/placement/smp_config_source.h"
 #include "engine/train/options.h"
 #include "engine/train/predict.h"
 #include "engine/train/stop_request.h"
@@ -57,6 +59,41 @@ void finish_plot(const LossPlot& plot, const plexus::engine::TrainOptions& t, in
   std::fflush(stdout);
 }
 
+// --smp-config: the SMP configuration translated into t's placement and options (exit code 2
+// on a bad one, printed by every rank as placement errors are). Rank 0 says each key that has
+// no meaning here, and with --explain prints the translation. "" or the message.
+std::string apply_smp_config(const std::string& argument, const CLI::App& app, int rank,
+                             plexus::engine::TrainOptions* t) {
+  using namespace plexus::engine;
+  std::string label;
+  try {
+    const std::string text = read_smp_config_source(argument, &label);
+    const SmpJob job{world_size_from_environment(), t->model.n_layer, t->model.n_head,
+                     t->global_batch, t->device};
+    const SmpTranslation translation = translate_smp_config(text, job);
+    SmpCommandLine given;
+    given.placement = app.count("--placement") > 0;
+    given.pipeline_degree = app.count("--pipeline-degree") > 0;
+    given.tensor_degree = app.count("--tensor-degree") > 0;
+    given.microbatches = app.count("--microbatches") > 0;
+    given.pipeline_schedule = app.count("--pipeline-schedule") > 0;
+    given.autocast = app.count("--autocast") > 0;
+    apply_smp_translation(translation, given, t);
+    if (rank == 0) {
+      for (const std::string& notice : translation.notices) {
+        std::fprintf(stderr, "plexus-train: warning: --smp-config %s: %s\n", label.c_str(),
+                     notice.c_str());
+      }
+      if (t->explain) std::printf("%s\n", translation.explanation.c_str());
+      std::fflush(stdout);
+    }
+    return "";
+  } catch (const SmpConfigError& e) {
+    return fmt::format("rank {}: --smp-config {}{}{}", rank, label, label.empty() ? "" : ": ",
+                       e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,6 +112,10 @@ int main(int argc, char** argv) {
   app.add_option("--placement", t.placement,
                  "placement string: cluster | spread | axes like D4, D2P2T2, then +plugins")
       ->capture_default_str();
+  std::string smp_config;
+  app.add_option("--smp-config", smp_config,
+                 "a SageMaker model parallel configuration (a JSON file, or inline JSON starting "
+                 "with '{'): sets the placement and the options it names (docs/placement.md)");
   app.add_option("--pipeline-degree", t.pipeline_degree, "degree of P when the string omits it");
   app.add_option("--tensor-degree", t.tensor_degree, "degree of T when the string omits it");
   app.add_option("--n-layer", t.model.n_layer, "transformer blocks")->capture_default_str();
@@ -179,6 +220,14 @@ int main(int argc, char** argv) {
   if (!plexus::engine::parse_autocast(autocast, &t.autocast)) {
     fmt::print(stderr, "plexus-train: --autocast {:?} is not one of none, bf16\n", autocast);
     return 2;
+  }
+  if (app.count("--smp-config") > 0 && !sample) {
+    if (const std::string why =
+            apply_smp_config(smp_config, app, plexus::engine::rank_from_environment(), &t);
+        !why.empty()) {
+      std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
+      return 2;
+    }
   }
   s.device = t.device;
   s.autocast = t.autocast;
