@@ -22,6 +22,35 @@ size_t part_of(size_t count, int degree) { return (count + degree - 1) / degree;
 
 bool is_block(const ParamUnit& u) { return u.name.rfind("blocks.", 0) == 0; }
 
+}  // namespace
+
+StageSizes stage_sizes(const MemoryModelInput& in, int stage) {
+  StageLayout layout;
+  layout.pipeline_degree = in.pipeline;
+  layout.stage = stage;
+  layout.tensor_degree = in.tensor;
+  StageSizes z;
+  z.spec = chunk_spec(in.config, layout, 0);
+  const std::vector<ShardTensor> tensors = shard_tensors(in.config, z.spec);
+  ShardUnitTable table = shard_units(tensors);
+  z.replicated_max = table.replicated_max;
+  z.units = std::move(table.units);
+  for (const ShardTensor& t : tensors) z.params += t.numel();
+  for (const ParamUnit& u : z.units) {
+    const size_t s = part_of(u.count, in.data);
+    z.shard += s;
+    z.largest_part = std::max(z.largest_part, s);
+    if (s * in.data != u.count) z.padded = std::max(z.padded, s * in.data);
+    if (is_block(u)) z.largest_block = std::max(z.largest_block, u.count);
+    if (u.name == "wte") z.wte = u.count;
+    if (u.name == "wpe") z.wpe = u.count;
+    if (u.name == "ln_f") z.lnf = u.count;
+  }
+  return z;
+}
+
+namespace {
+
 // Microbatches a chunk holds at once under the schedule (stage_model.h's slot reuse).
 int slots_in_flight(const MemoryModelInput& in, int stage) {
   if (in.pipeline == 1) return 1;
@@ -31,40 +60,10 @@ int slots_in_flight(const MemoryModelInput& in, int stage) {
 
 RankMemory predict_stage(const MemoryModelInput& in, int stage) {
   const plx_memory_plan_t& plan = in.plan;
-  StageLayout layout;
-  layout.pipeline_degree = in.pipeline;
-  layout.stage = stage;
-  layout.tensor_degree = in.tensor;
-  const ShardSpec spec = chunk_spec(in.config, layout, 0);
-  const std::vector<ShardTensor> tensors = shard_tensors(in.config, spec);
-  const ShardUnitTable table = shard_units(tensors);
-  size_t n = 0;
-  for (const ShardTensor& t : tensors) n += t.numel();
+  const StageSizes z = stage_sizes(in, stage);
+  const ShardSpec& spec = z.spec;
+  const size_t n = z.params, shard = z.shard, wte = z.wte, wpe = z.wpe, lnf = z.lnf;
   const int D = in.data;
-  size_t shard = 0, largest_part = 0, padded = 0;
-  for (const ParamUnit& u : table.units) {
-    const size_t s = part_of(u.count, D);
-    shard += s;
-    largest_part = std::max(largest_part, s);
-    if (s * D != u.count) padded = std::max(padded, s * D);
-  }
-  auto unit_count = [&](const char* name, bool last) -> size_t {
-    size_t found = 0;
-    for (const ParamUnit& u : table.units) {
-      if (u.name == name) {
-        found = u.count;
-        if (!last) break;
-      }
-    }
-    return found;
-  };
-  size_t largest_block = 0;
-  for (const ParamUnit& u : table.units) {
-    if (is_block(u)) largest_block = std::max(largest_block, u.count);
-  }
-  const size_t wte = unit_count("wte", true), wpe = unit_count("wpe", false);
-  const size_t lnf = unit_count("ln_f", false);
-
   RankMemory out;
   out.stage = stage;
   CategoryBytes& dev = out.device;
@@ -78,7 +77,7 @@ RankMemory predict_stage(const MemoryModelInput& in, int stage) {
     const size_t persist = plan.param_persistence_threshold;
     size_t kept = 0;
     std::vector<size_t> gathered;  // the non-persistent units, whole while in use
-    for (const ParamUnit& u : table.units) {
+    for (const ParamUnit& u : z.units) {
       if (u.count <= persist) {
         kept += u.count;
       } else {
@@ -97,7 +96,7 @@ RankMemory predict_stage(const MemoryModelInput& in, int stage) {
     dev.gradients = n * kFloat;
   } else {
     const size_t held_wte = spec.embed && spec.head ? wte : 0;  // head to embedding
-    size_t in_use = held_wte + largest_block;
+    size_t in_use = held_wte + z.largest_block;
     if (spec.head) in_use = std::max(in_use, lnf + wte);
     if (spec.embed) in_use = std::max(in_use, wte + wpe);
     dev.gradients = (shard + in_use) * kFloat;
@@ -132,9 +131,9 @@ RankMemory predict_stage(const MemoryModelInput& in, int stage) {
   dev.activations = acts + (work.workspace + work.recompute) * kFloat;
 
   // Communication.
-  if (in.tensor > 1) dev.communication += table.replicated_max * kFloat;
+  if (in.tensor > 1) dev.communication += z.replicated_max * kFloat;
   if (zero > 0) {
-    dev.communication += (largest_part + padded) * kFloat;
+    dev.communication += (z.largest_part + z.padded) * kFloat;
     if (in.saves_whole) dev.communication += n * kFloat;
   }
   return out;

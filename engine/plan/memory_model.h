@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "engine/model/gpt.h"
+#include "engine/model/gpt_shard.h"
+#include "engine/model/param_units.h"
 #include "engine/train/options.h"
 #include "plexus/plugin.h"
 
@@ -59,6 +61,18 @@ struct MemoryPrediction {
   // The stage whose device pool (then both pools) is largest: the run's most loaded rank.
   const RankMemory& largest() const;
 };
+
+// The sizes of one stage's chunk (v = 1), tensor rank 0, data rank 0, in elements: its shard
+// spec and units, its parameters n, its ZeRO shard S = sum s_u, the largest part and padded
+// unit (ZeRO's staging), the largest block unit, wte (the last wte unit: the head's copy when
+// the chunk does not embed), wpe, ln_f (0 when absent), and the tensor-parallel staging.
+struct StageSizes {
+  ShardSpec spec;
+  std::vector<ParamUnit> units;
+  size_t params = 0, shard = 0, largest_part = 0, padded = 0, largest_block = 0;
+  size_t wte = 0, wpe = 0, lnf = 0, replicated_max = 0;
+};
+StageSizes stage_sizes(const MemoryModelInput& in, int stage);
 
 // The input for a run with these options, resolved degrees and memory plan.
 MemoryModelInput memory_model_input(const TrainOptions& o, int data, int pipeline, int tensor,

@@ -58,6 +58,7 @@ struct TrainOptions {
   // --n-head, --n-embd and --seq-len; --metrics-file gets one JSON object.
   bool evaluate = false;
   int microbatches = 1;       // per step and data-parallel rank; local rows split evenly
+  bool microbatches_given = false;  // --microbatches was on the command line (auto keeps it)
   std::string pipeline_schedule = "1f1b";  // simple (GPipe) | 1f1b | interleaved
   int virtual_stages = 1;     // model chunks per pipeline stage; > 1 needs interleaved
   std::string save_params_path;  // full model's parameters gathered to rank 0 at the end; ""

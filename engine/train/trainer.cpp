@@ -24,6 +24,7 @@
 #include "engine/optim/grad_clip.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/placement/placement.h"
+#include "engine/plan/auto_placement.h"
 #include "engine/plan/memory_model.h"
 #include "engine/plugin/plugin_loader.h"
 #include "engine/train/active_plugins.h"
@@ -192,6 +193,21 @@ int train(const TrainOptions& options, World& world,
     } catch (const CheckpointError& e) {
       throw UsageError(e.what());  // a missing, damaged or crafted checkpoint is bad input
     }
+    set_setup_stage("checking the options");
+  }
+  // --placement auto: the planner chooses the placement and options, then the run goes on as if
+  // they had been written (engine/plan/auto_placement.h).
+  if (o.placement == "auto") {
+    if (o.evaluate) {
+      throw UsageError("--placement auto plans a training run; --evaluate needs a placement "
+                       "(any: D, P, T, their products)");
+    }
+    set_setup_stage("planning the placement");
+    if (std::string why = select_rank_device(o.device, o.autocast, world.local_rank());
+        !why.empty()) {
+      throw UsageError(why);
+    }
+    o = plan_auto_placement(o, world);
     set_setup_stage("checking the options");
   }
   Placement placement = parse_placement(o.placement);

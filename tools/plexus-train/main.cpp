@@ -11,6 +11,7 @@
 #include "engine/placement/smp_config.h"
 #include "engine/placement/smp_config_source.h"
 #include "engine/train/options.h"
+#include "topology/settings/config_read.h"
 #include "engine/train/predict.h"
 #include "engine/train/stop_request.h"
 #include "engine/train/trainer.h"
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
   app.add_option("--smp-config", smp_config,
                  "a SageMaker model parallel configuration (a JSON file, or inline JSON starting "
                  "with '{'): sets the placement and the options it names (docs/placement.md)");
+  std::string memory_per_rank;
+  app.add_option("--memory-per-rank", memory_per_rank,
+                 "--placement auto: each rank's memory budget in bytes (suffix K, M or G: "
+                 "powers of 1024); default: the host's memory over its ranks");
+  app.add_option("--optimize", t.optimize,
+                 "--placement auto: rank the plans that fit by speed (predicted step time) or "
+                 "memory (predicted peak), as SageMaker's optimize")
+      ->capture_default_str();
   app.add_option("--pipeline-degree", t.pipeline_degree, "degree of P when the string omits it");
   app.add_option("--tensor-degree", t.tensor_degree, "degree of T when the string omits it");
   app.add_option("--n-layer", t.model.n_layer, "transformer blocks")->capture_default_str();
@@ -219,6 +228,23 @@ int main(int argc, char** argv) {
   }
   if (!plexus::engine::parse_autocast(autocast, &t.autocast)) {
     fmt::print(stderr, "plexus-train: --autocast {:?} is not one of none, bf16\n", autocast);
+    return 2;
+  }
+  t.microbatches_given = app.count("--microbatches") > 0;
+  if (!memory_per_rank.empty()) {
+    size_t bytes = 0;
+    std::string error;
+    if (plexus::parse_bytes_text("--memory-per-rank", memory_per_rank, 1,
+                                           SIZE_MAX / 2, &bytes, &error) != PLX_SUCCESS) {
+      std::fprintf(stderr, "plexus-train: %s\n", error.c_str());
+      return 2;
+    }
+    t.memory_per_rank = bytes;
+  }
+  if ((!memory_per_rank.empty() || app.count("--optimize") > 0) && t.placement != "auto" &&
+      app.count("--smp-config") == 0) {
+    std::fprintf(stderr, "plexus-train: --memory-per-rank and --optimize apply to --placement "
+                 "auto only (the placement is '%s')\n", t.placement.c_str());
     return 2;
   }
   if (app.count("--smp-config") > 0 && !sample) {

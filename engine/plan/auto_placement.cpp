@@ -1,0 +1,107 @@
+// auto_placement.cpp - see auto_placement.h.
+#include "engine/plan/auto_placement.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/device/compute.h"
+#include "engine/plan/planner.h"
+#include "engine/train/size_limits.h"
+#include "plexus/plexus.h"
+
+namespace plexus::engine {
+
+namespace {
+
+constexpr int kProbeReps = 3;
+constexpr size_t kTableRows = 8;
+
+GptConfig config_of(const TrainOptions& o) {
+  GptConfig c;
+  c.vocab_size = 256;
+  c.max_seq_len = o.model.seq_len;
+  c.n_layer = o.model.n_layer;
+  c.n_head = o.model.n_head;
+  c.n_embd = o.model.n_embd;
+  return c;
+}
+
+// The ranks' mean of each figure, so every rank plans from the same numbers.
+void average(World& world, double* value, const char* what) {
+  *value = world.sum(*value, what) / world.size();
+}
+
+}  // namespace
+
+TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
+  PlannerInput in;
+  in.options = o;
+  in.microbatches_fixed = o.microbatches_given;
+  in.world_size = world.size();
+  in.local_size = world.local_size();
+  in.budget_device_only = o.device == ComputeDevice::kCuda;
+  in.budget_bytes = o.memory_per_rank > 0
+                        ? static_cast<double>(o.memory_per_rank)
+                        : static_cast<double>(host_memory_bytes()) / world.local_size();
+  if (o.optimize != "speed" && o.optimize != "memory") {
+    throw std::invalid_argument(
+        fmt::format("--optimize '{}' is not one of speed, memory", o.optimize));
+  }
+  if (std::string why = config_of(o).validate(); !why.empty()) {
+    throw std::invalid_argument("--placement auto: " + why);
+  }
+  const std::vector<ProbeShape> shapes = planner_probe_shapes(in);
+  std::vector<ProbeTimes> probes;
+  const bool leader = world.rank() == 0;
+  if (leader) {
+    std::printf("plexus-train: placement planner: measuring %zu microbatch shape%s on every "
+                "rank\n",
+                shapes.size(), shapes.size() == 1 ? "" : "s");
+    std::fflush(stdout);
+  }
+  for (const ProbeShape& shape : shapes) {
+    world.any(false, "planner probe");  // every rank starts the shape together
+    ProbeTimes t = probe_compute(config_of(o), shape, kProbeReps);
+    average(world, &t.block_forward_s, "planner probe");
+    average(world, &t.block_backward_s, "planner probe");
+    average(world, &t.ends_forward_s, "planner probe");
+    average(world, &t.ends_backward_s, "planner probe");
+    probes.push_back(t);
+  }
+  double adamw = probe_adamw_seconds_per_element(kProbeReps);
+  average(world, &adamw, "planner probe");
+  plx_comm_t comm = world.comm();
+  const CollectiveCost cost = [comm](const char* collective, size_t floats,
+                                     const std::vector<int>& ranks) {
+    if (ranks.size() < 2) return 0.0;
+    double seconds = 0;
+    const plx_result_t r = plx_comm_predict_time(comm, collective, floats, PLX_FLOAT32,
+                                                 ranks.data(), static_cast<int>(ranks.size()),
+                                                 &seconds);
+    if (r != PLX_SUCCESS) {
+      throw CommFailure(r, std::string("placement planner: ") + plx_get_last_error(comm));
+    }
+    return seconds;
+  };
+  const PlanResult result = make_plan(in, probes, adamw, cost);
+  if (leader) {
+    std::printf("plexus-train: %s", plan_table(in, result, kTableRows).c_str());
+    std::fflush(stdout);
+  }
+  if (result.fitting == 0) throw std::invalid_argument(nothing_fits_message(in, result));
+  const PlanRow& chosen = result.rows.front();
+  if (leader) {
+    // One line for scripts (perf/planner-accuracy.sh compares it with the run's figures).
+    std::printf("plexus-train: planned: placement %s microbatches %d predicted_peak_bytes %.0f "
+                "predicted_step_s %.6f\n",
+                chosen.candidate.placement().c_str(), chosen.candidate.microbatches,
+                chosen.peak_bytes, chosen.time.total());
+    std::fflush(stdout);
+  }
+  return apply_candidate(o, chosen.candidate);
+}
+
+}  // namespace plexus::engine

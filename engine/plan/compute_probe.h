@@ -1,0 +1,47 @@
+// compute_probe.h - the placement planner's measured compute: how long one transformer block
+// and the model's ends (embedding, final LayerNorm, LM head and loss) take forward and backward
+// on this machine, for a microbatch of `rows` sequences on a tensor-parallel slice of degree
+// `tensor`, and how many floats their tensor-parallel allreduces move.
+//
+// Each shape builds two throwaway GptShards on the compute device, accounted in a tracker of
+// their own (the run's memory report never sees them): one block alone, and one block with the
+// embedding and the head. Their difference is the ends' cost. Each runs forward then backward
+// once to warm up, then `reps` times; the median is kept. The tensor-parallel allreduces are
+// not run (a rank alone holds one slice): they are counted, so the planner prices them with
+// the collective cost model (plx_comm_predict_time) instead. Every rank of the job probes the
+// same shapes at the same time (so the measurement sees the cores shared as in training), and
+// the planner averages the ranks' figures, so every rank plans from the same numbers.
+//
+// Thread safety: none; uses the compute device and its BLAS threads.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/gpt.h"
+
+namespace plexus::engine {
+
+struct ProbeShape {
+  int rows = 1;    // sequences per microbatch
+  int tensor = 1;  // tensor-parallel degree
+  auto operator<=>(const ProbeShape&) const = default;
+};
+
+struct ProbeTimes {
+  double block_forward_s = 0, block_backward_s = 0;  // one block
+  double ends_forward_s = 0, ends_backward_s = 0;    // embedding + head + loss
+  // Tensor-parallel allreduce traffic (tensor > 1): calls and floats of one block's forward and
+  // backward, and of the ends' forward and backward.
+  int block_allreduces = 0, ends_allreduces = 0;
+  double block_allreduce_floats = 0, ends_allreduce_floats = 0;
+};
+
+// Measures one shape (see above) for the model `config` (its seq len is the microbatch's).
+// Throws what the model throws (std::bad_alloc included).
+ProbeTimes probe_compute(const GptConfig& config, const ProbeShape& shape, int reps);
+
+// AdamW's seconds per parameter element on this machine (engine/optim/adamw.h, a 1 Mi-element
+// buffer, the median of `reps`).
+double probe_adamw_seconds_per_element(int reps);
+
+}  // namespace plexus::engine

@@ -1,0 +1,114 @@
+// step_time_model.cpp - see step_time_model.h.
+#include "engine/plan/step_time_model.h"
+
+#include <algorithm>
+
+namespace plexus::engine {
+
+namespace {
+
+// World ranks of the groups of rank 0 in cluster order (rank = d*P*T + p*T + t).
+std::vector<int> data_group(const MemoryModelInput& in) {
+  std::vector<int> ranks;
+  for (int d = 0; d < in.data; ++d) ranks.push_back(d * in.pipeline * in.tensor);
+  return ranks;
+}
+
+std::vector<int> tensor_group(const MemoryModelInput& in) {
+  std::vector<int> ranks;
+  for (int t = 0; t < in.tensor; ++t) ranks.push_back(t);
+  return ranks;
+}
+
+}  // namespace
+
+StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTimes& probe,
+                                     double adamw_s_per_element, const CollectiveCost& cost) {
+  const plx_memory_plan_t& plan = in.plan;
+  const bool ckpt = plan.checkpoint_every > 0;
+  const int M = in.microbatches, P = in.pipeline;
+  const int rows = in.global_batch / in.data / M;
+  const size_t boundary = static_cast<size_t>(rows) * in.config.max_seq_len * in.config.n_embd;
+
+  // Tensor-parallel allreduces of one block and of the ends, per microbatch.
+  double block_tp = 0, ends_tp = 0;
+  if (in.tensor > 1) {
+    const std::vector<int> group = tensor_group(in);
+    if (probe.block_allreduces > 0) {
+      const size_t each = static_cast<size_t>(probe.block_allreduce_floats /
+                                              probe.block_allreduces);
+      // Half the calls are the forward's, which checkpointing runs twice.
+      block_tp = probe.block_allreduces * (ckpt ? 1.5 : 1.0) * cost("allreduce", each, group);
+    }
+    if (probe.ends_allreduces > 0) {
+      const size_t each = static_cast<size_t>(probe.ends_allreduce_floats /
+                                              probe.ends_allreduces);
+      ends_tp = probe.ends_allreduces * cost("allreduce", each, group);
+    }
+  }
+  const double message = P > 1 ? cost("sendrecv", boundary, {0, in.tensor}) : 0.0;
+
+  StepTimePrediction out;
+  double sum = 0, slowest = 0, slowest_compute = 0, slowest_tensor = 0;
+  std::vector<StageSizes> stages;
+  for (int p = 0; p < P; ++p) {
+    stages.push_back(stage_sizes(in, p));
+    const ShardSpec& spec = stages.back().spec;
+    const int blocks = spec.last_block - spec.first_block;
+    double compute = blocks * (probe.block_forward_s + probe.block_backward_s +
+                               (ckpt ? probe.block_forward_s : 0.0));
+    if (spec.head) compute += probe.ends_forward_s + probe.ends_backward_s;
+    const double tensor = blocks * block_tp + (spec.head ? ends_tp : 0.0);
+    const double s = compute + tensor + 2 * message;
+    sum += s;
+    if (s > slowest) slowest = s, slowest_compute = compute, slowest_tensor = tensor;
+  }
+  // The pipeline's time, split between compute, tensor and pipeline traffic in the proportions
+  // of its slowest stage.
+  const double steps = P == 1 ? M : (sum / slowest + (M - 1));
+  out.compute_s = steps * slowest_compute;
+  out.tensor_s = steps * slowest_tensor;
+  out.pipeline_s = steps * 2 * message;
+
+  // Data-parallel traffic and the optimizer, on the stage with the most parameters.
+  const StageSizes* largest = &stages.front();
+  for (const StageSizes& z : stages) {
+    if (z.params > largest->params) largest = &z;
+  }
+  const std::vector<int> data = data_group(in);
+  const size_t shard = largest->shard;
+  if (in.data > 1) {
+    switch (plan.zero_stage) {
+      case 0: out.data_s = cost("allreduce", largest->params, data); break;
+      case 1:
+        out.data_s = cost("reduce_scatter", shard, data) + cost("allgather", shard, data);
+        break;
+      default: {
+        out.data_s = M * cost("reduce_scatter", shard, data) + cost("allgather", shard, data);
+        if (plan.zero_stage == 3) {
+          size_t gathered = 0;  // the shard of the units gathered at every use
+          for (const ParamUnit& u : largest->units) {
+            if (u.count > plan.param_persistence_threshold) {
+              gathered += (u.count + in.data - 1) / in.data;
+            }
+          }
+          if (gathered > 0) {
+            out.data_s += M * (ckpt ? 3 : 2) * cost("allgather", gathered, data);
+          }
+        }
+      }
+    }
+  }
+  if (P > 1) {
+    out.data_s += cost("allreduce", stages.front().wte, {0, (P - 1) * in.tensor});
+  }
+  out.optimizer_s = static_cast<double>(plan.zero_stage > 0 ? shard : largest->params) *
+                    adamw_s_per_element;
+  // The loss, the gradient norm's sums and the stop checks: a few one-float collectives.
+  std::vector<int> world(static_cast<size_t>(in.data) * P * in.tensor);
+  for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
+  out.other_s = 4 * cost("allreduce", 1, world);
+  return out;
+}
+
+}  // namespace plexus::engine
