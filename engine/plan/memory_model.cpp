@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "engine/memory/memory_tracker.h"
 #include "engine/model/activation_policy.h"
@@ -183,6 +185,19 @@ std::string describe_prediction(const MemoryPrediction& prediction) {
                         pool(r.device), pool(r.host));
   }
   return text;
+}
+
+nlohmann::json prediction_json(const RankMemory& stage) {
+  auto bytes = [](double b) { return static_cast<int64_t>(std::llround(b)); };
+  auto pool = [&](const CategoryBytes& b) {
+    const nlohmann::json peak = {{"parameters", bytes(b.parameters)},
+                                 {"gradients", bytes(b.gradients)},
+                                 {"optimizer", bytes(b.optimizer)},
+                                 {"activations", bytes(b.activations)},
+                                 {"communication", bytes(b.communication)}};
+    return nlohmann::json{{"peak", peak}, {"peak_total", bytes(b.total())}};
+  };
+  return {{"stage", stage.stage}, {"device", pool(stage.device)}, {"host", pool(stage.host)}};
 }
 
 std::string check_memory_model_input(const MemoryModelInput& in) {

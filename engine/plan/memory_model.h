@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/param_units.h"
@@ -85,5 +87,10 @@ MemoryPrediction predict_memory(const MemoryModelInput& in);
 // One line per stage: "stage 0: device 7.5 MiB (parameters 275.2 KiB, gradients ...,
 // communication 0 B), host 0 B".
 std::string describe_prediction(const MemoryPrediction& prediction);
+// One stage's prediction in the shape of MemoryTracker::report()'s peaks, whole bytes:
+//   {"stage": p, "device": {"peak": {"parameters": ..., ..., "communication": ...},
+//    "peak_total": ...}, "host": {...}}
+// (plexus-train --estimate-memory --memory-report writes it per rank; docs/memory.md).
+nlohmann::json prediction_json(const RankMemory& stage);
 
 }  // namespace plexus::engine

@@ -36,14 +36,9 @@ std::string check_memory_report_pattern(const std::string& pattern, int world_si
                      pattern, kRankField, world_size, kRankField, kRankField);
 }
 
-void write_memory_report(const std::string& path, int rank, const std::string& placement,
-                         const MemoryTracker& tracker) {
-  // "compute_device": where the "device" pool is (GPU managed memory on cuda, host memory
-  // standing for a GPU on cpu).
-  const nlohmann::json report = {{"rank", rank},
-                                 {"placement", placement},
-                                 {"compute_device", compute_device_name(compute_device())},
-                                 {"memory", tracker.report()}};
+namespace {
+
+void write_report_file(const std::string& path, int rank, const nlohmann::json& report) {
   if (std::string why = topology::replace_target_problem(path); !why.empty()) {
     throw std::runtime_error(fmt::format("rank {}: cannot write the memory report: {}", rank, why));
   }
@@ -61,6 +56,33 @@ void write_memory_report(const std::string& path, int rank, const std::string& p
     throw std::runtime_error(fmt::format("rank {}: cannot rename '{}' to the memory report '{}'",
                                          rank, temporary, path));
   }
+}
+
+}  // namespace
+
+void write_memory_report(const std::string& path, int rank, const std::string& placement,
+                         const MemoryTracker& tracker) {
+  // "compute_device": where the "device" pool is (GPU managed memory on cuda, host memory
+  // standing for a GPU on cpu).
+  write_report_file(path, rank,
+                    {{"rank", rank},
+                     {"placement", placement},
+                     {"compute_device", compute_device_name(compute_device())},
+                     {"memory", tracker.report()}});
+}
+
+void write_predicted_memory_report(const std::string& path, int rank, const std::string& placement,
+                                   const nlohmann::json& prediction) {
+  nlohmann::json memory = prediction;
+  const int stage = memory.at("stage");
+  memory.erase("stage");
+  write_report_file(path, rank,
+                    {{"rank", rank},
+                     {"placement", placement},
+                     {"compute_device", compute_device_name(compute_device())},
+                     {"predicted", true},
+                     {"stage", stage},
+                     {"memory", memory}});
 }
 
 }  // namespace plexus::engine

@@ -286,10 +286,17 @@ int train(const TrainOptions& options, World& world,
     if (std::string why = check_memory_model_input(in); !why.empty()) {
       throw UsageError(fmt::format("--estimate-memory: placement '{}': {}", o.placement, why));
     }
+    const MemoryPrediction prediction = predict_memory(in);
     if (world.rank() == 0) {
       std::printf("plexus-train: predicted memory peaks per rank of each pipeline stage, "
                   "placement %s (docs/memory.md):\n%s\n",
-                  o.placement.c_str(), describe_prediction(predict_memory(in)).c_str());
+                  o.placement.c_str(), describe_prediction(prediction).c_str());
+    }
+    // With --memory-report, each rank's file holds its stage's prediction (memory_report.h).
+    if (!o.memory_report_path.empty()) {
+      write_predicted_memory_report(memory_report_path(o.memory_report_path, world.rank()),
+                                    world.rank(), o.placement,
+                                    prediction_json(prediction.stages.at(layout.stage)));
     }
     return 0;
   }

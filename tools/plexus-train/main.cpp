@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
                "rank 0 prints each rank's (d,p,t), groups, layers and plugins");
   app.add_flag("--estimate-memory", t.estimate_memory,
                "print each pipeline stage's predicted memory peaks per rank (as --memory-report "
-               "would measure them) and exit without training");
+               "would measure them) and exit without training; with --memory-report every rank "
+               "writes its stage's prediction there (JSON, bytes)");
   app.add_option("--microbatches", t.microbatches,
                  "microbatches per step (each rank's rows split evenly; pipelines overlap them)")
       ->capture_default_str();
