@@ -9,6 +9,8 @@
 
 #include "engine/device/compute.h"
 #include "engine/plan/planner.h"
+#include "engine/plan/sync_probe.h"
+#include "engine/train/blas_threads.h"
 #include "engine/train/size_limits.h"
 #include "plexus/plexus.h"
 
@@ -18,6 +20,7 @@ namespace {
 
 constexpr int kProbeReps = 3;
 constexpr size_t kTableRows = 8;
+constexpr int kSyncIterations = 40;
 
 GptConfig config_of(const TrainOptions& o) {
   GptConfig c;
@@ -27,11 +30,6 @@ GptConfig config_of(const TrainOptions& o) {
   c.n_head = o.model.n_head;
   c.n_embd = o.model.n_embd;
   return c;
-}
-
-// The ranks' mean of each figure, so every rank plans from the same numbers.
-void average(World& world, double* value, const char* what) {
-  *value = world.sum(*value, what) / world.size();
 }
 
 }  // namespace
@@ -57,25 +55,48 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
   std::vector<ProbeTimes> probes;
   const bool leader = world.rank() == 0;
   if (leader) {
-    std::printf("plexus-train: placement planner: measuring %zu microbatch shape%s on every "
-                "rank\n",
+    std::printf("plexus-train: placement planner: measuring %zu microbatch shape%s on rank 0\n",
                 shapes.size(), shapes.size() == 1 ? "" : "s");
     std::fflush(stdout);
   }
+  // Rank 0 measures alone, with the BLAS threads every rank will use, while the others wait;
+  // the figures are scaled by how much the host's ranks share its cores, then broadcast, so
+  // every rank plans from the same numbers.
+  const int threads = choose_blas_threads(world.local_size());
+  const double sharing = core_sharing_factor(world.local_size(), threads);
   for (const ProbeShape& shape : shapes) {
-    world.any(false, "planner probe");  // every rank starts the shape together
-    ProbeTimes t = probe_compute(config_of(o), shape, kProbeReps);
-    average(world, &t.block_forward_s, "planner probe");
-    average(world, &t.block_backward_s, "planner probe");
-    average(world, &t.ends_forward_s, "planner probe");
-    average(world, &t.ends_backward_s, "planner probe");
+    ProbeTimes t;
+    if (leader) t = probe_compute(config_of(o), shape, kProbeReps);
+    float figures[8] = {static_cast<float>(t.block_forward_s * sharing),
+                        static_cast<float>(t.block_backward_s * sharing),
+                        static_cast<float>(t.ends_forward_s * sharing),
+                        static_cast<float>(t.ends_backward_s * sharing),
+                        static_cast<float>(t.block_allreduces),
+                        static_cast<float>(t.block_allreduce_floats),
+                        static_cast<float>(t.ends_allreduces),
+                        static_cast<float>(t.ends_allreduce_floats)};
+    world.broadcast(figures, 8, "planner probe");
+    t.block_forward_s = figures[0], t.block_backward_s = figures[1];
+    t.ends_forward_s = figures[2], t.ends_backward_s = figures[3];
+    t.block_allreduces = static_cast<int>(figures[4]);
+    t.block_allreduce_floats = figures[5];
+    t.ends_allreduces = static_cast<int>(figures[6]);
+    t.ends_allreduce_floats = figures[7];
     probes.push_back(t);
   }
-  double adamw = probe_adamw_seconds_per_element(kProbeReps);
-  average(world, &adamw, "planner probe");
+  float adamw = leader ? static_cast<float>(probe_adamw_seconds_per_element(kProbeReps) * sharing)
+                       : 0.0f;
+  world.broadcast(&adamw, 1, "planner probe");
   plx_comm_t comm = world.comm();
-  const CollectiveCost cost = [comm](const char* collective, size_t floats,
-                                     const std::vector<int>& ranks) {
+  const double sync = probe_sync_overhead(comm, kSyncIterations);
+  if (leader) {
+    std::printf("plexus-train: placement planner: a collective among busy ranks costs %.0f us "
+                "more than the cost model predicts (%d ranks, %d on this host)\n",
+                sync * 1e6, world.size(), world.local_size());
+    std::fflush(stdout);
+  }
+  const CollectiveCost cost = [comm, sync](const char* collective, size_t floats,
+                                           const std::vector<int>& ranks) {
     if (ranks.size() < 2) return 0.0;
     double seconds = 0;
     const plx_result_t r = plx_comm_predict_time(comm, collective, floats, PLX_FLOAT32,
@@ -84,7 +105,7 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
     if (r != PLX_SUCCESS) {
       throw CommFailure(r, std::string("placement planner: ") + plx_get_last_error(comm));
     }
-    return seconds;
+    return seconds + sync;
   };
   const PlanResult result = make_plan(in, probes, adamw, cost);
   if (leader) {

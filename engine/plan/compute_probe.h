@@ -8,9 +8,9 @@
 // embedding and the head. Their difference is the ends' cost. Each runs forward then backward
 // once to warm up, then `reps` times; the median is kept. The tensor-parallel allreduces are
 // not run (a rank alone holds one slice): they are counted, so the planner prices them with
-// the collective cost model (plx_comm_predict_time) instead. Every rank of the job probes the
-// same shapes at the same time (so the measurement sees the cores shared as in training), and
-// the planner averages the ranks' figures, so every rank plans from the same numbers.
+// the collective cost model (plx_comm_predict_time) instead. The planner runs the probe on rank
+// 0 alone and scales it by how much the host's ranks share its cores (blas_threads.h), then
+// broadcasts it, so every rank plans from the same numbers (auto_placement.h).
 //
 // Thread safety: none; uses the compute device and its BLAS threads.
 #pragma once

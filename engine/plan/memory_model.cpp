@@ -168,6 +168,7 @@ MemoryModelInput memory_model_input(const TrainOptions& o, int data, int pipelin
   in.schedule = o.pipeline_schedule;
   in.plan = plan;
   in.saves_whole = !o.checkpoint_path.empty() || !o.save_params_path.empty();
+  in.bucket_bytes = o.bucket_bytes > 0 ? o.bucket_bytes : in.bucket_bytes;
   return in;
 }
 

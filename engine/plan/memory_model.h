@@ -45,6 +45,7 @@ struct MemoryModelInput {
   std::string schedule = "1f1b";           // simple (GPipe) or 1f1b; interleaved not modelled
   plx_memory_plan_t plan = PLX_MEMORY_PLAN_INIT;  // what the memory plugins ask (memory_plan.h)
   bool saves_whole = true;                 // --checkpoint or --save-params gathers at the end
+  size_t bucket_bytes = size_t{25} << 20;  // the D plugin's allreduce buckets (step time only)
 };
 
 struct CategoryBytes {

@@ -78,25 +78,31 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   const std::vector<int> data = data_group(in);
   const size_t shard = largest->shard;
   if (in.data > 1) {
-    switch (plan.zero_stage) {
-      case 0: out.data_s = cost("allreduce", largest->params, data); break;
-      case 1:
-        out.data_s = cost("reduce_scatter", shard, data) + cost("allgather", shard, data);
-        break;
-      default: {
-        out.data_s = M * cost("reduce_scatter", shard, data) + cost("allgather", shard, data);
-        if (plan.zero_stage == 3) {
-          size_t gathered = 0;  // the shard of the units gathered at every use
-          for (const ParamUnit& u : largest->units) {
-            if (u.count > plan.param_persistence_threshold) {
-              gathered += (u.count + in.data - 1) / in.data;
-            }
-          }
-          if (gathered > 0) {
-            out.data_s += M * (ckpt ? 3 : 2) * cost("allgather", gathered, data);
-          }
-        }
+    // One collective per unit (unit_collectives.h) or per bucket (the D plugin).
+    auto per_unit = [&](const char* collective, bool gathered_only) {
+      double s = 0;
+      for (const ParamUnit& u : largest->units) {
+        if (gathered_only && u.count <= plan.param_persistence_threshold) continue;
+        s += cost(collective, (u.count + in.data - 1) / in.data, data);
       }
+      return s;
+    };
+    switch (plan.zero_stage) {
+      case 0: {
+        const size_t bucket = std::max<size_t>(1, in.bucket_bytes / sizeof(float));
+        for (size_t left = largest->params; left > 0; left -= std::min(left, bucket)) {
+          out.data_s += cost("allreduce", std::min(left, bucket), data);
+        }
+        break;
+      }
+      case 1: out.data_s = per_unit("reduce_scatter", false) + per_unit("allgather", false); break;
+      case 2: out.data_s = M * per_unit("reduce_scatter", false) + per_unit("allgather", false); break;
+      default:
+        // Every unit's gradient per microbatch; the gathered units at every forward, backward
+        // and recompute; the persistent ones once after the step.
+        out.data_s = M * per_unit("reduce_scatter", false) +
+                     M * (ckpt ? 3 : 2) * per_unit("allgather", true) +
+                     (per_unit("allgather", false) - per_unit("allgather", true));
     }
   }
   if (P > 1) {
@@ -104,10 +110,10 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   }
   out.optimizer_s = static_cast<double>(plan.zero_stage > 0 ? shard : largest->params) *
                     adamw_s_per_element;
-  // The loss, the gradient norm's sums and the stop checks: a few one-float collectives.
+  // The loss, the gradient norm's sums and the stop check: five one-float collectives.
   std::vector<int> world(static_cast<size_t>(in.data) * P * in.tensor);
   for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
-  out.other_s = 4 * cost("allreduce", 1, world);
+  out.other_s = 5 * cost("allreduce", 1, world);
   return out;
 }
 

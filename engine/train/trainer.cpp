@@ -28,6 +28,7 @@
 #include "engine/plan/memory_model.h"
 #include "engine/plugin/plugin_loader.h"
 #include "engine/train/active_plugins.h"
+#include "engine/train/blas_threads.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/checkpoint_io.h"
 #include "engine/train/checkpoint_metrics.h"
@@ -59,13 +60,6 @@ class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
-
-// Each rank's BLAS threads: the host's cores shared by the ranks on it, unless the user said.
-void choose_blas_threads(int local_size) {
-  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
-  int threads = std::max(1, topology::physical_core_count() / std::max(1, local_size));
-  openblas_set_num_threads(threads);
-}
 
 GptConfig model_config(const TrainOptions& o) {
   GptConfig c;
