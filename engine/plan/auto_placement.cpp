@@ -84,9 +84,14 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
     t.ends_allreduce_floats = figures[7];
     probes.push_back(t);
   }
-  float adamw = leader ? static_cast<float>(probe_adamw_seconds_per_element(kProbeReps) * sharing)
-                       : 0.0f;
-  world.broadcast(&adamw, 1, "planner probe");
+  float rates[2] = {0.0f, 0.0f};
+  if (leader) {
+    rates[0] = static_cast<float>(probe_adamw_seconds_per_element(kProbeReps) * sharing);
+    rates[1] = static_cast<float>(probe_commit_seconds_per_float(kProbeReps) * sharing);
+  }
+  world.broadcast(rates, 2, "planner probe");
+  const double adamw = rates[0];
+  for (ProbeTimes& t : probes) t.commit_s_per_float = rates[1];
   plx_comm_t comm = world.comm();
   const double sync = probe_sync_overhead(comm, kSyncIterations);
   if (leader) {

@@ -146,4 +146,18 @@ double probe_adamw_seconds_per_element(int reps) {
   return median(times) / static_cast<double>(kN);
 }
 
+double probe_commit_seconds_per_float(int reps) {
+  constexpr size_t kN = size_t{1} << 20;
+  MemoryTracker tracker;
+  TrackedBuffer buffer(kN, MemoryPool::kDevice, MemoryCategory::kParameters, true, &tracker);
+  std::vector<double> times;
+  for (int r = 0; r <= reps; ++r) {
+    const auto t0 = Clock::now();
+    buffer.release(0, kN);
+    buffer.commit(0, kN);
+    if (r > 0) times.push_back(seconds_since(t0));
+  }
+  return median(times) / static_cast<double>(kN);
+}
+
 }  // namespace plexus::engine

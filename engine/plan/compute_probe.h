@@ -34,6 +34,10 @@ struct ProbeTimes {
   // backward, and of the ends' forward and backward.
   int block_allreduces = 0, ends_allreduces = 0;
   double block_allreduce_floats = 0, ends_allreduce_floats = 0;
+  // Seconds per float to give back a range of a TrackedBuffer and commit it again (its pages
+  // returned, zero-filled and faulted in): what ZeRO-2 and -3 pay for every unit they gather or
+  // whose gradient they hold (probe_commit_seconds_per_float; the same for every shape).
+  double commit_s_per_float = 0;
 };
 
 // Measures one shape (see above) for the model `config` (its seq len is the microbatch's).
@@ -43,5 +47,9 @@ ProbeTimes probe_compute(const GptConfig& config, const ProbeShape& shape, int r
 // AdamW's seconds per parameter element on this machine (engine/optim/adamw.h, a 1 Mi-element
 // buffer, the median of `reps`).
 double probe_adamw_seconds_per_element(int reps);
+
+// The seconds per float of TrackedBuffer::release then commit of a 4 MiB range (the median of
+// `reps`), in a tracker of its own.
+double probe_commit_seconds_per_float(int reps);
 
 }  // namespace plexus::engine

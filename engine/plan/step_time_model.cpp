@@ -105,6 +105,17 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
                      (per_unit("allgather", false) - per_unit("allgather", true));
     }
   }
+  // ZeRO-2 and -3 commit (zero-fill and fault in) each unit's gradient range per microbatch and
+  // release it after its reduce-scatter; ZeRO-3 does the same with the parameters of each
+  // gathered unit at every use.
+  if (plan.zero_stage >= 2) {
+    double gathered = 0;
+    for (const ParamUnit& u : largest->units) {
+      if (plan.zero_stage == 3 && u.count > plan.param_persistence_threshold) gathered += u.count;
+    }
+    out.data_s += M * probe.commit_s_per_float *
+                  (static_cast<double>(largest->params) + (ckpt ? 3 : 2) * gathered);
+  }
   if (P > 1) {
     out.data_s += cost("allreduce", stages.front().wte, {0, (P - 1) * in.tensor});
   }
