@@ -5,7 +5,7 @@
 // (alpha + beta * floats); the table and the nothing-fits message; apply_candidate; the
 // placement strings; and predict_step_time's relations (M stage times without a pipeline, sum +
 // (M - 1) max with one, a forward more per block with checkpointing, ZeRO-2 traffic per
-// microbatch, no data traffic on one data rank). tests/e2e/planner_test.cpp runs the planner.
+// microbatch, no data traffic on one data rank). tests/e2e/auto_placement_test.cpp runs the planner.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
