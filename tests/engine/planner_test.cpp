@@ -515,6 +515,16 @@ TEST(PredictStepTime, APipelineTakesTheSumPlusMMinusOneSlowestStages) {
   }
 }
 
+TEST(PredictStepTime, APipelineOfZeroTimesTakesZeroNotNaN) {
+  // A probe too small to measure (zero seconds) and free collectives: the step is 0 s, which
+  // make_plan can still rank (a NaN would break its ordering).
+  const StepTimePrediction t =
+      predict_step_time(step_input(1, 2, 1, 4), ProbeTimes{}, 0.0, no_cost);
+  EXPECT_EQ(t.compute_s, 0);
+  EXPECT_EQ(t.pipeline_s, 0);
+  EXPECT_EQ(t.total(), 0);
+}
+
 TEST(PredictStepTime, CheckpointingAddsAForwardPerBlock) {
   for (int P : {1, 2}) {
     const int M = 2;
