@@ -64,8 +64,8 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
     if (s > slowest) slowest = s, slowest_compute = compute, slowest_tensor = tensor;
   }
   // The pipeline's time, split between compute, tensor and pipeline traffic in the proportions
-  // of its slowest stage.
-  const double steps = P == 1 ? M : (sum / slowest + (M - 1));
+  // of its slowest stage (stages that all take no time take none, rather than 0 / 0).
+  const double steps = P == 1 || slowest <= 0 ? M : (sum / slowest + (M - 1));
   out.compute_s = steps * slowest_compute;
   out.tensor_s = steps * slowest_tensor;
   out.pipeline_s = steps * 2 * message;
