@@ -20,7 +20,7 @@ namespace {
 
 constexpr int kProbeReps = 3;
 constexpr size_t kTableRows = 8;
-constexpr int kSyncIterations = 40;
+constexpr int kSyncIterations = 60;
 
 GptConfig config_of(const TrainOptions& o) {
   GptConfig c;
@@ -93,14 +93,18 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
   const double adamw = rates[0];
   for (ProbeTimes& t : probes) t.commit_s_per_float = rates[1];
   plx_comm_t comm = world.comm();
-  const double sync = probe_sync_overhead(comm, kSyncIterations);
+  const SyncOverhead sync = probe_sync_overhead(comm, kSyncIterations);
+  for (ProbeTimes& t : probes) t.sync = sync;
   if (leader) {
     std::printf("plexus-train: placement planner: a collective among busy ranks costs %.0f us "
-                "more than the cost model predicts (%d ranks, %d on this host)\n",
-                sync * 1e6, world.size(), world.local_size());
+                "(after %.0f us of compute) to %.0f us (after %.0f us) more than the cost model "
+                "predicts (%d ranks, %d on this host)\n",
+                sync.short_overhead_s * 1e6, sync.short_burst_s * 1e6,
+                sync.long_overhead_s * 1e6, sync.long_burst_s * 1e6, world.size(),
+                world.local_size());
     std::fflush(stdout);
   }
-  const CollectiveCost cost = [comm, sync](const char* collective, size_t floats,
+  const CollectiveCost cost = [comm](const char* collective, size_t floats,
                                            const std::vector<int>& ranks) {
     if (ranks.size() < 2) return 0.0;
     double seconds = 0;
@@ -110,7 +114,7 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
     if (r != PLX_SUCCESS) {
       throw CommFailure(r, std::string("placement planner: ") + plx_get_last_error(comm));
     }
-    return seconds + sync;
+    return seconds;
   };
   const PlanResult result = make_plan(in, probes, adamw, cost);
   if (leader) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/model/gpt.h"
+#include "engine/plan/sync_probe.h"
 
 namespace plexus::engine {
 
@@ -38,6 +39,9 @@ struct ProbeTimes {
   // returned, zero-filled and faulted in): what ZeRO-2 and -3 pay for every unit they gather or
   // whose gradient they hold (probe_commit_seconds_per_float; the same for every shape).
   double commit_s_per_float = 0;
+  // What a collective costs beyond the cost model among busy ranks, by the compute before it
+  // (sync_probe.h); the same for every shape. Default: nothing.
+  SyncOverhead sync;
 };
 
 // Measures one shape (see above) for the model `config` (its seq len is the microbatch's).

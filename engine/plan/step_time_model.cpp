@@ -30,6 +30,10 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   const int rows = in.global_batch / in.data / M;
   const size_t boundary = static_cast<size_t>(rows) * in.config.max_seq_len * in.config.n_embd;
 
+  // Every collective also pays the synchronisation overhead among busy ranks, by the compute
+  // that precedes it (sync_probe.h).
+  const SyncOverhead& sync = probe.sync;
+  const double block_compute = probe.block_forward_s + probe.block_backward_s;
   // Tensor-parallel allreduces of one block and of the ends, per microbatch.
   double block_tp = 0, ends_tp = 0;
   if (in.tensor > 1) {
@@ -38,15 +42,21 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
       const size_t each = static_cast<size_t>(probe.block_allreduce_floats /
                                               probe.block_allreduces);
       // Half the calls are the forward's, which checkpointing runs twice.
-      block_tp = probe.block_allreduces * (ckpt ? 1.5 : 1.0) * cost("allreduce", each, group);
+      block_tp = probe.block_allreduces * (ckpt ? 1.5 : 1.0) *
+                 (cost("allreduce", each, group) +
+                  sync.at(block_compute / probe.block_allreduces));
     }
     if (probe.ends_allreduces > 0) {
       const size_t each = static_cast<size_t>(probe.ends_allreduce_floats /
                                               probe.ends_allreduces);
-      ends_tp = probe.ends_allreduces * cost("allreduce", each, group);
+      ends_tp = probe.ends_allreduces *
+                (cost("allreduce", each, group) +
+                 sync.at((probe.ends_forward_s + probe.ends_backward_s) / probe.ends_allreduces));
     }
   }
-  const double message = P > 1 ? cost("sendrecv", boundary, {0, in.tensor}) : 0.0;
+  // A stage's two messages per microbatch follow its forward and its backward.
+  const double message =
+      P > 1 ? cost("sendrecv", boundary, {0, in.tensor}) + sync.at(block_compute / 2) : 0.0;
 
   StepTimePrediction out;
   double sum = 0, slowest = 0, slowest_compute = 0, slowest_tensor = 0;
@@ -79,30 +89,37 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   const size_t shard = largest->shard;
   if (in.data > 1) {
     // One collective per unit (unit_collectives.h) or per bucket (the D plugin).
-    auto per_unit = [&](const char* collective, bool gathered_only) {
+    // During the passes a unit's collective follows its block's compute; after the step they
+    // come back to back.
+    auto per_unit = [&](const char* collective, bool gathered_only, double burst) {
       double s = 0;
       for (const ParamUnit& u : largest->units) {
         if (gathered_only && u.count <= plan.param_persistence_threshold) continue;
-        s += cost(collective, (u.count + in.data - 1) / in.data, data);
+        s += cost(collective, (u.count + in.data - 1) / in.data, data) + sync.at(burst);
       }
       return s;
     };
+    const double pass = block_compute / 2;
     switch (plan.zero_stage) {
       case 0: {
         const size_t bucket = std::max<size_t>(1, in.bucket_bytes / sizeof(float));
         for (size_t left = largest->params; left > 0; left -= std::min(left, bucket)) {
-          out.data_s += cost("allreduce", std::min(left, bucket), data);
+          out.data_s += cost("allreduce", std::min(left, bucket), data) + sync.at(0);
         }
         break;
       }
-      case 1: out.data_s = per_unit("reduce_scatter", false) + per_unit("allgather", false); break;
-      case 2: out.data_s = M * per_unit("reduce_scatter", false) + per_unit("allgather", false); break;
+      case 1:
+        out.data_s = per_unit("reduce_scatter", false, 0) + per_unit("allgather", false, 0);
+        break;
+      case 2:
+        out.data_s = M * per_unit("reduce_scatter", false, pass) + per_unit("allgather", false, 0);
+        break;
       default:
         // Every unit's gradient per microbatch; the gathered units at every forward, backward
         // and recompute; the persistent ones once after the step.
-        out.data_s = M * per_unit("reduce_scatter", false) +
-                     M * (ckpt ? 3 : 2) * per_unit("allgather", true) +
-                     (per_unit("allgather", false) - per_unit("allgather", true));
+        out.data_s = M * per_unit("reduce_scatter", false, pass) +
+                     M * (ckpt ? 3 : 2) * per_unit("allgather", true, pass) +
+                     (per_unit("allgather", false, 0) - per_unit("allgather", true, 0));
     }
   }
   // ZeRO-2 and -3 commit (zero-fill and fault in) each unit's gradient range per microbatch and
@@ -117,14 +134,14 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
                   (static_cast<double>(largest->params) + (ckpt ? 3 : 2) * gathered);
   }
   if (P > 1) {
-    out.data_s += cost("allreduce", stages.front().wte, {0, (P - 1) * in.tensor});
+    out.data_s += cost("allreduce", stages.front().wte, {0, (P - 1) * in.tensor}) + sync.at(0);
   }
   out.optimizer_s = static_cast<double>(plan.zero_stage > 0 ? shard : largest->params) *
                     adamw_s_per_element;
   // The loss, the gradient norm's sums and the stop check: five one-float collectives.
   std::vector<int> world(static_cast<size_t>(in.data) * P * in.tensor);
   for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
-  out.other_s = 5 * cost("allreduce", 1, world);
+  out.other_s = 5 * (cost("allreduce", 1, world) + (world.size() > 1 ? sync.at(0) : 0.0));
   return out;
 }
 
