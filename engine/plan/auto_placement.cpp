@@ -11,6 +11,7 @@
 #include "engine/plan/planner.h"
 #include "engine/plan/sync_probe.h"
 #include "engine/train/blas_threads.h"
+#include "engine/train/model_config.h"
 #include "engine/train/size_limits.h"
 #include "plexus/plexus.h"
 
@@ -21,16 +22,6 @@ namespace {
 constexpr int kProbeReps = 3;
 constexpr size_t kTableRows = 8;
 constexpr int kSyncIterations = 60;
-
-GptConfig config_of(const TrainOptions& o) {
-  GptConfig c;
-  c.vocab_size = 256;
-  c.max_seq_len = o.model.seq_len;
-  c.n_layer = o.model.n_layer;
-  c.n_head = o.model.n_head;
-  c.n_embd = o.model.n_embd;
-  return c;
-}
 
 }  // namespace
 
@@ -48,7 +39,7 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
     throw std::invalid_argument(
         fmt::format("--optimize '{}' is not one of speed, memory", o.optimize));
   }
-  if (std::string why = config_of(o).validate(); !why.empty()) {
+  if (std::string why = model_config(o.model).validate(); !why.empty()) {
     throw std::invalid_argument("--placement auto: " + why);
   }
   const std::vector<ProbeShape> shapes = planner_probe_shapes(in);
@@ -66,7 +57,7 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
   const double sharing = core_sharing_factor(world.local_size(), threads);
   for (const ProbeShape& shape : shapes) {
     ProbeTimes t;
-    if (leader) t = probe_compute(config_of(o), shape, kProbeReps);
+    if (leader) t = probe_compute(model_config(o.model), shape, kProbeReps);
     float figures[8] = {static_cast<float>(t.block_forward_s * sharing),
                         static_cast<float>(t.block_backward_s * sharing),
                         static_cast<float>(t.ends_forward_s * sharing),

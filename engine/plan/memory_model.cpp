@@ -12,6 +12,7 @@
 #include "engine/model/activation_policy.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/shard_activations.h"
+#include "engine/train/model_config.h"
 #include "engine/train/stage_model.h"
 
 namespace plexus::engine {
@@ -157,11 +158,7 @@ const RankMemory& MemoryPrediction::largest() const {
 MemoryModelInput memory_model_input(const TrainOptions& o, int data, int pipeline, int tensor,
                                     const plx_memory_plan_t& plan) {
   MemoryModelInput in;
-  in.config.vocab_size = 256;
-  in.config.max_seq_len = o.model.seq_len;
-  in.config.n_layer = o.model.n_layer;
-  in.config.n_head = o.model.n_head;
-  in.config.n_embd = o.model.n_embd;
+  in.config = model_config(o.model);
   in.data = data, in.pipeline = pipeline, in.tensor = tensor;
   in.global_batch = o.global_batch;
   in.microbatches = o.microbatches;

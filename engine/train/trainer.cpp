@@ -36,6 +36,7 @@
 #include "engine/train/evaluate.h"
 #include "engine/train/explain.h"
 #include "engine/train/memory_plan.h"
+#include "engine/train/model_config.h"
 #include "engine/train/memory_report.h"
 #include "engine/train/option_checks.h"
 #include "engine/train/optimizer_state.h"
@@ -60,16 +61,6 @@ class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
-
-GptConfig model_config(const TrainOptions& o) {
-  GptConfig c;
-  c.vocab_size = 256;
-  c.max_seq_len = o.model.seq_len;
-  c.n_layer = o.model.n_layer;
-  c.n_head = o.model.n_head;
-  c.n_embd = o.model.n_embd;
-  return c;
-}
 
 // A checkpoint of the full model (Gpt's flat layout) from buffers gathered on rank 0; adam_m and
 // adam_v may be empty (--save-params writes the parameters only).
@@ -226,7 +217,7 @@ int train(const TrainOptions& options, World& world,
       !why.empty()) {
     throw UsageError(why);
   }
-  const GptConfig config = model_config(o);
+  const GptConfig config = model_config(o.model);
   if (std::string why = check_memory_report_pattern(o.memory_report_path, world.size());
       !why.empty()) {
     throw UsageError(why);
