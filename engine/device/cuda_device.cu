@@ -17,4 +17,10 @@ int cuda_device_count(std::string* why) {
   return n;
 }
 
+size_t cuda_device_memory_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  return total_bytes;
+}
+
 }  // namespace plexus::engine

@@ -9,4 +9,6 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
+size_t cuda_device_memory_bytes() { return 0; }
+
 }  // namespace plexus::engine

@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
 
 #include "engine/device/compute.h"
+#include "engine/device/device.h"
 #include "engine/plan/planner.h"
 #include "engine/plan/sync_probe.h"
 #include "engine/train/blas_threads.h"
@@ -23,6 +25,17 @@ constexpr int kProbeReps = 3;
 constexpr size_t kTableRows = 8;
 constexpr int kSyncIterations = 60;
 
+// Without --memory-per-rank: on cpu the host's memory over its ranks; on cuda the GPU's memory
+// over the ranks that share it (ranks take GPU local rank modulo the visible GPUs).
+double default_budget(ComputeDevice device, const World& world) {
+  if (device != ComputeDevice::kCuda) {
+    return static_cast<double>(host_memory_bytes()) / world.local_size();
+  }
+  const int gpus = std::max(1, cuda_device_count(nullptr));
+  const int sharing = (world.local_size() + gpus - 1) / gpus;
+  return static_cast<double>(cuda_device_memory_bytes()) / sharing;
+}
+
 }  // namespace
 
 TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
@@ -32,9 +45,8 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
   in.world_size = world.size();
   in.local_size = world.local_size();
   in.budget_device_only = o.device == ComputeDevice::kCuda;
-  in.budget_bytes = o.memory_per_rank > 0
-                        ? static_cast<double>(o.memory_per_rank)
-                        : static_cast<double>(host_memory_bytes()) / world.local_size();
+  in.budget_bytes = o.memory_per_rank > 0 ? static_cast<double>(o.memory_per_rank)
+                                          : default_budget(o.device, world);
   if (o.optimize != "speed" && o.optimize != "memory") {
     throw std::invalid_argument(
         fmt::format("--optimize '{}' is not one of speed, memory", o.optimize));
@@ -86,7 +98,7 @@ TrainOptions plan_auto_placement(const TrainOptions& o, World& world) {
   plx_comm_t comm = world.comm();
   const SyncOverhead sync = probe_sync_overhead(comm, kSyncIterations);
   for (ProbeTimes& t : probes) t.sync = sync;
-  if (leader) {
+  if (leader && world.size() > 1) {
     std::printf("plexus-train: placement planner: a collective among busy ranks costs %.0f us "
                 "(after %.0f us of compute) to %.0f us (after %.0f us) more than the cost model "
                 "predicts (%d ranks, %d on this host)\n",

@@ -11,8 +11,8 @@
 namespace plexus::engine {
 
 // The options of the chosen plan (placement string, microbatches, 1F1B). The budget is
-// o.memory_per_rank, or (0) the host's memory (its cgroup's limit, if lower) over the ranks on
-// this host. Throws std::invalid_argument (bad input, exit code 2) when no candidate fits or
+// o.memory_per_rank, or (0) on cpu the host's memory (its cgroup's limit, if lower) over the
+// ranks on this host, on cuda the GPU's memory over the ranks sharing it. Throws std::invalid_argument (bad input, exit code 2) when no candidate fits or
 // none can run, naming the smallest peak any candidate needs; CommFailure from the
 // collectives; what the model throws from the probe.
 TrainOptions plan_auto_placement(const TrainOptions& o, World& world);

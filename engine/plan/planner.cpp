@@ -74,6 +74,11 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
+std::string planner_bytes(double bytes) {
+  if (bytes < 1024.0 * 1024) return format_bytes(bytes);
+  return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
+}
+
 TrainOptions apply_candidate(const TrainOptions& o, const PlanCandidate& c) {
   TrainOptions out = o;
   out.placement = c.placement();
@@ -90,6 +95,15 @@ std::vector<PlanCandidate> planner_candidates(
   const TrainOptions& o = in.options;
   const ModelOptions& m = o.model;
   std::vector<PlanCandidate> out;
+  for (const auto& [option, degree] : {std::pair{"--tensor-degree", o.tensor_degree},
+                                       std::pair{"--pipeline-degree", o.pipeline_degree}}) {
+    if (degree > 0 && in.world_size % degree != 0) {
+      count(invalid, fmt::format("{} {} does not divide the world size {}", option, degree,
+                                 in.world_size),
+            1);
+      return out;
+    }
+  }
   for (int T : divisors(in.world_size)) {
     if (o.tensor_degree > 0 && T != o.tensor_degree) continue;
     for (int P : divisors(in.world_size / T)) {
@@ -117,7 +131,11 @@ std::vector<PlanCandidate> planner_candidates(
       const int local_rows = o.global_batch / D;
       for (int M : divisors(local_rows)) {
         if (in.microbatches_fixed && M != o.microbatches) continue;
-        if (!in.microbatches_fixed && P > 1 && M < P) continue;  // an unfilled pipeline
+        if (!in.microbatches_fixed && P > 1 && M < P) {  // an unfilled pipeline
+          count(invalid,
+                "fewer microbatches than pipeline stages (the 1F1B pipeline would not fill)", 1);
+          continue;
+        }
         for (int zero = 0; zero <= (D > 1 ? 3 : 0); ++zero) {
           for (int ckpt = 0; ckpt <= 1; ++ckpt) {
             for (int off_act = 0; off_act <= ckpt; ++off_act) {
@@ -193,7 +211,7 @@ std::string plan_table(const PlannerInput& in, const PlanResult& result, size_t 
       "placement planner: {} ranks ({} per host), model {} blocks x {} dims x {} heads, batch {} "
       "x {} bytes; budget {} per rank ({}); optimize {}; {} candidates fit, {} do not\n",
       in.world_size, in.local_size, o.model.n_layer, o.model.n_embd, o.model.n_head,
-      o.global_batch, o.model.seq_len, format_bytes(in.budget_bytes),
+      o.global_batch, o.model.seq_len, planner_bytes(in.budget_bytes),
       in.budget_device_only ? "device pool" : "device and host pools", o.optimize,
       result.fitting, result.rows.size() - result.fitting);
   text += fmt::format("  {:>3}  {:<40} {:>3}  {:>11}  {:>10}  {}\n", "#", "placement", "M",
@@ -203,7 +221,7 @@ std::string plan_table(const PlannerInput& in, const PlanResult& result, size_t 
     const StepTimePrediction& t = r.time;
     return fmt::format("  {:>3}  {:<40} {:>3}  {:>11}  {:>10}  ({}, {}, {}, {}, {}){}\n", i,
                        r.candidate.placement(), r.candidate.microbatches,
-                       format_bytes(r.peak_bytes), seconds_text(t.total()),
+                       planner_bytes(r.peak_bytes), seconds_text(t.total()),
                        seconds_text(t.compute_s), seconds_text(t.tensor_s),
                        seconds_text(t.pipeline_s), seconds_text(t.data_s),
                        seconds_text(t.optimizer_s + t.other_s), tail);
@@ -223,7 +241,7 @@ std::string plan_table(const PlannerInput& in, const PlanResult& result, size_t 
        ++i) {
     text += line(i + 1, result.rows[i],
                  fmt::format("  rejected: peak above the budget of {}",
-                             format_bytes(in.budget_bytes)));
+                             planner_bytes(in.budget_bytes)));
   }
   if (over > 3) text += fmt::format("  ... {} more rejected: peak above the budget\n", over - 3);
   for (const auto& [why, n] : result.invalid) {
@@ -245,7 +263,7 @@ std::string nothing_fits_message(const PlannerInput& in, const PlanResult& resul
   return fmt::format("--placement auto: no plan fits --memory-per-rank {}: the smallest any "
                      "candidate needs is {} per rank ({} --microbatches {}); raise the budget, "
                      "add ranks, or shrink the model or the batch",
-                     format_bytes(in.budget_bytes), format_bytes(least.peak_bytes),
+                     planner_bytes(in.budget_bytes), planner_bytes(least.peak_bytes),
                      least.candidate.placement(), least.candidate.microbatches);
 }
 

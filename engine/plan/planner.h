@@ -75,6 +75,10 @@ TrainOptions apply_candidate(const TrainOptions& o, const PlanCandidate& c);
 // invalid ones, each with why.
 std::string plan_table(const PlannerInput& in, const PlanResult& result, size_t shown);
 
+// Bytes as the table and messages print them: format_bytes below 1 MiB, else MiB with two
+// decimals, so that a peak just over the budget does not print as equal to it.
+std::string planner_bytes(double bytes);
+
 // The message when nothing fits: the budget, and the smallest peak any candidate needs and
 // which one it is.
 std::string nothing_fits_message(const PlannerInput& in, const PlanResult& result);

@@ -18,9 +18,10 @@ struct ModelOptions {
 struct TrainOptions {
   std::string data_path = "data/moby_dick.txt";
   std::string placement = "D";  // "auto": the planner chooses (engine/plan/planner.h)
-  // --placement auto: each rank's memory budget in bytes (0: the host's memory over its local
-  // ranks), and what the planner ranks by among the plans that fit: "speed" (predicted step
-  // time) or "memory" (predicted peak), as SageMaker's "optimize".
+  // --placement auto: each rank's memory budget in bytes (0: on cpu the host's memory over its
+  // local ranks, on cuda the GPU's over the ranks sharing it), and what the planner ranks by
+  // among the plans that fit: "speed" (predicted step time) or "memory" (predicted peak), as
+  // SageMaker's "optimize".
   uint64_t memory_per_rank = 0;
   std::string optimize = "speed";
   int pipeline_degree = 0;  // 0: not given

@@ -48,6 +48,15 @@ std::string option_problem(const PredictOptions& o) {
   }
   if (o.output_path.empty()) return "--predict needs --predict-output FILE (the JSON lines)";
   if (o.sample.checkpoint_path.empty()) return "--predict needs --checkpoint FILE";
+  std::error_code a, b;
+  if (std::filesystem::equivalent(o.input_path, o.output_path, a) && !a) {
+    return fmt::format("--predict-output '{}' is the --predict input itself; the prompts would "
+                       "be overwritten",
+                       o.output_path);
+  }
+  if (std::filesystem::equivalent(o.output_path, o.sample.checkpoint_path, b) && !b) {
+    return fmt::format("--predict-output '{}' is the --checkpoint itself", o.output_path);
+  }
   return "";
 }
 

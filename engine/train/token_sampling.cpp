@@ -16,6 +16,10 @@ std::string check_sampling_options(const SampleOptions& o) {
   if (o.tokens < 0 || o.top_k < 0) {
     return fmt::format("--tokens and --top-k must be >= 0, got {} and {}", o.tokens, o.top_k);
   }
+  if (o.tokens > kMaxSampleTokens) {
+    return fmt::format("--tokens {} is more than the {} bytes one prompt may generate",
+                       o.tokens, kMaxSampleTokens);
+  }
   return "";
 }
 

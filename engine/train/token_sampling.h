@@ -15,6 +15,10 @@ namespace plexus::engine {
 
 // "" if --temperature is finite and > 0 and --tokens and --top-k are >= 0; else the message
 // naming the options and their values (the caller prints it and exits 2).
+// The most bytes --sample or --predict generates per prompt (each costs a forward pass of the
+// whole context; a million takes hours on a CPU).
+inline constexpr int kMaxSampleTokens = 1000000;
+
 std::string check_sampling_options(const SampleOptions& options);
 
 // The model's logits (vocab_size floats) for the byte after `context`, from a forward pass over

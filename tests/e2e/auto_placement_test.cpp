@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/memory/memory_tracker.h"
+#include "engine/plan/planner.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -176,7 +177,7 @@ TEST_F(Planner, ATightBudgetGivesUpTheFastestPlanForOneThatFits) {
   // Between the smallest peak (memory's choice) and the fastest plan's: the fastest does not
   // fit, some do.
   const auto budget = static_cast<uint64_t>((memory().peak + speed().peak) / 2);
-  const std::string budget_text = engine::format_bytes(static_cast<double>(budget));
+  const std::string budget_text = engine::planner_bytes(static_cast<double>(budget));
   std::string out;
   const Planned p = checked_run("tight", {"--memory-per-rank", std::to_string(budget)}, &out);
   ASSERT_TRUE(p.found);
@@ -203,7 +204,7 @@ TEST_F(Planner, NothingFitsExitsTwoNamingTheSmallestPeakOnEveryRank) {
     EXPECT_THAT(r.err, HasSubstr("plexus-train: rank " + std::to_string(rank) +
                                  ": --placement auto: no plan fits --memory-per-rank 1.0 KiB: "
                                  "the smallest any candidate needs is " +
-                                 engine::format_bytes(memory().peak) + " per rank ("))
+                                 engine::planner_bytes(memory().peak) + " per rank ("))
         << all;
   }
 }
@@ -222,6 +223,24 @@ TEST_F(Planner, BadOptionsExitTwoNamingThem) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("--memory-per-rank and --optimize apply to --placement auto"));
   EXPECT_THAT(r.out, Not(HasSubstr("| loss ")));
+
+  // The planner writes 1F1B with one chunk per stage: another schedule is refused, not dropped.
+  r = run(1, {"--placement", "auto", "--pipeline-schedule", "interleaved", "--virtual-stages", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--pipeline-schedule interleaved --virtual-stages 2 cannot apply"));
+
+  // A fixed degree that does not divide the world, or below 1.
+  r = run(1, {"--placement", "auto", "--pipeline-degree", "3"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--pipeline-degree 3 does not divide the world size 1"));
+  r = run(1, {"--placement", "auto", "--tensor-degree", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--tensor-degree 0 must be at least 1"));
+
+  // A mode that trains nothing has nothing to plan.
+  r = run(1, {"--placement", "auto", "--sample"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--placement auto is for a training run; --sample trains nothing"));
 }
 
 }  // namespace

@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   app.add_option("--data", t.data_path, "text file; byte-level tokens, last 10% validation")
       ->capture_default_str();
   app.add_option("--placement", t.placement,
-                 "placement string: cluster | spread | axes like D4, D2P2T2, then +plugins")
+                 "placement string: cluster | spread | axes like D4, D2P2T2, then +plugins; or auto "
+                 "(the planner chooses, docs/placement.md)")
       ->capture_default_str();
   std::string smp_config;
   app.add_option("--smp-config", smp_config,
@@ -120,13 +121,14 @@ int main(int argc, char** argv) {
   std::string memory_per_rank;
   app.add_option("--memory-per-rank", memory_per_rank,
                  "--placement auto: each rank's memory budget in bytes (suffix K, M or G: "
-                 "powers of 1024); default: the host's memory over its ranks");
+                 "powers of 1024); default: the host's memory over its ranks (cuda: the GPU's over "
+                 "the ranks sharing it)");
   app.add_option("--optimize", t.optimize,
                  "--placement auto: rank the plans that fit by speed (predicted step time) or "
                  "memory (predicted peak), as SageMaker's optimize")
       ->capture_default_str();
-  app.add_option("--pipeline-degree", t.pipeline_degree, "degree of P when the string omits it");
-  app.add_option("--tensor-degree", t.tensor_degree, "degree of T when the string omits it");
+  app.add_option("--pipeline-degree", t.pipeline_degree, "degree of a P written without one (cluster, spread, P); with auto, P fixed");
+  app.add_option("--tensor-degree", t.tensor_degree, "degree of a T written without one (cluster, spread, T); with auto, T fixed");
   app.add_option("--n-layer", t.model.n_layer, "transformer blocks")->capture_default_str();
   app.add_option("--n-head", t.model.n_head, "attention heads")->capture_default_str();
   app.add_option("--n-embd", t.model.n_embd, "embedding width")->capture_default_str();
@@ -204,7 +206,7 @@ int main(int argc, char** argv) {
                "checkpoint; --metrics-file gets a JSON object)");
   app.add_flag("--sample", sample, "generate text from --checkpoint instead of training");
   app.add_option("--prompt", s.prompt, "text to continue (with --sample)")->capture_default_str();
-  app.add_option("--tokens", s.tokens, "bytes to generate (with --sample)")->capture_default_str();
+  app.add_option("--tokens", s.tokens, "bytes to generate (with --sample and --predict)")->capture_default_str();
   app.add_option("--temperature", s.temperature, "sampling temperature")->capture_default_str();
   app.add_option("--top-k", s.top_k, "sample among the k most likely bytes (0: all)");
   app.add_option("--sample-seed", s.seed, "seed of the sampler")->capture_default_str();
@@ -242,13 +244,43 @@ int main(int argc, char** argv) {
     }
     t.memory_per_rank = bytes;
   }
-  if ((!memory_per_rank.empty() || app.count("--optimize") > 0) && t.placement != "auto" &&
-      app.count("--smp-config") == 0) {
+  if ((app.count("--memory-per-rank") > 0 || app.count("--optimize") > 0) &&
+      (t.placement != "auto" || app.count("--smp-config") > 0)) {
     std::fprintf(stderr, "plexus-train: --memory-per-rank and --optimize apply to --placement "
-                 "auto only (the placement is '%s')\n", t.placement.c_str());
+                 "auto only (the placement is %s)\n",
+                 app.count("--smp-config") > 0 ? "--smp-config's"
+                                               : ("'" + t.placement + "'").c_str());
     return 2;
   }
-  if (app.count("--smp-config") > 0 && !sample) {
+  for (const char* degree : {"--pipeline-degree", "--tensor-degree"}) {
+    const int value = degree[2] == 'p' ? t.pipeline_degree : t.tensor_degree;
+    if (app.count(degree) > 0 && value < 1) {
+      std::fprintf(stderr, "plexus-train: %s %d must be at least 1\n", degree, value);
+      return 2;
+    }
+  }
+  if (t.placement == "auto" &&
+      ((app.count("--pipeline-schedule") > 0 && t.pipeline_schedule != "1f1b") ||
+       (app.count("--virtual-stages") > 0 && t.virtual_stages != 1))) {
+    std::fprintf(stderr, "plexus-train: --placement auto plans 1F1B pipelines with one chunk per "
+                 "stage; --pipeline-schedule %s --virtual-stages %d cannot apply (write the "
+                 "placement instead)\n",
+                 t.pipeline_schedule.c_str(), t.virtual_stages);
+    return 2;
+  }
+  // What plans or sizes a training run does not go with a mode that trains nothing.
+  const char* mode = sample ? "--sample" : t.evaluate ? "--evaluate"
+                                         : !predict.input_path.empty() ? "--predict" : nullptr;
+  const char* planning = t.placement == "auto" ? "--placement auto"
+                         : t.estimate_memory   ? "--estimate-memory"
+                         : sample && app.count("--smp-config") > 0 ? "--smp-config"
+                                                                   : nullptr;
+  if (mode != nullptr && planning != nullptr) {
+    std::fprintf(stderr, "plexus-train: %s is for a training run; %s trains nothing\n", planning,
+                 mode);
+    return 2;
+  }
+  if (app.count("--smp-config") > 0) {
     if (const std::string why =
             apply_smp_config(smp_config, app, plexus::engine::rank_from_environment(), &t);
         !why.empty()) {
