@@ -11,7 +11,6 @@
 // processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -49,16 +48,11 @@ struct Planned {
 
 class Planner : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_planner_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { corpus_.make("plexus_planner"); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
   static std::vector<std::string> train_args(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "4",
+    std::vector<std::string> argv = {PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "4",
                                      "--n-embd", "32", "--n-head", "4", "--seq-len", "32",
                                      "--batch-size", "8", "--steps", "2", "--val-every", "0",
                                      "--log-every", "1", "--checkpoint", ""};
@@ -80,7 +74,7 @@ class Planner : public ::testing::Test {
   static Planned plan_and_train(const std::string& name, const std::vector<std::string>& extra,
                                 ProcessResult* result) {
     std::vector<std::string> args = {"--placement", "auto", "--memory-report",
-                                     (dir_ / (name + ".{rank}.json")).string()};
+                                     corpus_.path(name + ".{rank}.json")};
     args.insert(args.end(), extra.begin(), extra.end());
     *result = run(kRanks, args);
     Planned p;
@@ -97,7 +91,7 @@ class Planner : public ::testing::Test {
     }
     if (result->exit_code != 0) return p;
     for (int rank = 0; rank < kRanks; ++rank) {
-      const fs::path path = dir_ / (name + "." + std::to_string(rank) + ".json");
+      const fs::path path = corpus_.path(name + "." + std::to_string(rank) + ".json");
       std::ifstream in(path);
       if (!in.good()) {
         ADD_FAILURE() << "no memory report " << path;
@@ -148,12 +142,8 @@ class Planner : public ::testing::Test {
     return p;
   }
 
-  static fs::path dir_;
-  static std::string data_;
+  static inline CorpusFolder corpus_;
 };
-
-fs::path Planner::dir_;
-std::string Planner::data_;
 
 TEST_F(Planner, AutoPlansTrainsAndMeasuresWhatItPredicted) {
   const Planned& p = speed();

@@ -29,7 +29,6 @@
 #include "tests/e2e/folder_snapshot.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
@@ -40,12 +39,7 @@ namespace fs = std::filesystem;
 
 class CheckpointJobs : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    write_synthetic_corpus(data_);
-  }
-
-  std::string path(const std::string& name) const { return tmp_.path() + "/" + name; }
+  std::string path(const std::string& name) const { return corpus_.path(name); }
 
   // plexus-train (under plexus-run -n ranks when ranks > 1) on a small model: 4 blocks x 32
   // dims x 2 heads, context 16, global batch 8, --lr 1e-3 with 5 warm-up steps.
@@ -53,7 +47,7 @@ class CheckpointJobs : public ::testing::Test {
     std::vector<std::string> args;
     if (ranks > 1) args = {PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--"};
     for (const std::string a :
-         {PLEXUS_TRAIN_PATH, "--data", data_.c_str(), "--n-layer", "4", "--n-head", "2",
+         {PLEXUS_TRAIN_PATH, "--data", corpus_.data().c_str(), "--n-layer", "4", "--n-head", "2",
           "--n-embd", "32", "--seq-len", "16", "--batch-size", "8", "--lr", "1e-3",
           "--warmup-steps", "5", "--val-every", "0", "--log-every", "1", "--checkpoint", ""}) {
       args.push_back(a);
@@ -86,8 +80,7 @@ class CheckpointJobs : public ::testing::Test {
         300);
   }
 
-  TempDir tmp_{"plexus-ckpt-jobs"};
-  std::string data_ = tmp_.path() + "/corpus.txt";
+  CorpusFolder corpus_{"plexus-ckpt-jobs"};
 };
 
 // step -> the learning rate of that step, from a --metrics-file.

@@ -15,7 +15,6 @@
 #include "engine/device/device.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
@@ -25,14 +24,8 @@ using ::testing::Not;
 
 class DeviceOption : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    data_ = dir_.path() + "/corpus.txt";
-    write_synthetic_corpus(data_);
-  }
-
   std::vector<std::string> train_args(const std::vector<std::string>& extra) const {
-    std::vector<std::string> args = {PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "1",
+    std::vector<std::string> args = {PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "1",
                                      "--n-head", "2", "--n-embd", "16", "--seq-len", "16",
                                      "--batch-size", "4", "--steps", "2", "--val-every", "0",
                                      "--checkpoint", ""};
@@ -46,8 +39,7 @@ class DeviceOption : public ::testing::Test {
     return argv;
   }
 
-  TempDir dir_{"plexus-device-option"};
-  std::string data_;
+  CorpusFolder corpus_{"plexus-device-option"};
 };
 
 // What select_compute_device says for cuda with no device visible.
@@ -97,7 +89,7 @@ TEST_F(DeviceOption, UnknownValuesExitTwoBeforeTraining) {
 }
 
 TEST_F(DeviceOption, CpuRunLogsItsDeviceAndLabelsTheDevicePool) {
-  const std::string report = dir_.path() + "/mem-{rank}.json";
+  const std::string report = corpus_.path("mem-{rank}.json");
   ProcessResult r = run_process(
       launch(2, train_args({"--placement", "D2", "--device", "cpu", "--memory-report", report})),
       120);
@@ -107,7 +99,7 @@ TEST_F(DeviceOption, CpuRunLogsItsDeviceAndLabelsTheDevicePool) {
   EXPECT_THAT(out, HasSubstr("plexus-train: memory peaks (rank 0), the device pool in host "
                              "memory (--device cpu)"));
   for (int rank = 0; rank < 2; ++rank) {
-    std::ifstream in(dir_.path() + "/mem-" + std::to_string(rank) + ".json");
+    std::ifstream in(corpus_.path("mem-" + std::to_string(rank) + ".json"));
     ASSERT_TRUE(in.good()) << rank;
     const nlohmann::json j = nlohmann::json::parse(in);
     EXPECT_EQ(j.at("compute_device"), "cpu") << rank;

@@ -4,52 +4,34 @@
 // D4 on one host under plexus-run -n 4: for a fixed seed, model and global batch, the 20 per-step
 // losses agree within 1e-4 relative. Skips when the script cannot create namespaces (exit 77).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
 namespace plexus::test {
 namespace {
 
-namespace fs = std::filesystem;
-
 class EmulatedTrain : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("plexus_emulated_train_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // The placement matrix's model: 6 blocks x 32 dims x 2 heads, context 16, global batch 8.
   std::vector<std::string> train_args(const std::string& name) const {
-    return {PLEXUS_TRAIN_PATH, "--data", data_, "--placement", "D4", "--n-layer", "6",
+    return {PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--placement", "D4", "--n-layer", "6",
             "--n-head", "2", "--n-embd", "32", "--seq-len", "16", "--batch-size", "8",
             "--steps", "20", "--lr", "1e-3", "--warmup-steps", "5", "--val-every", "0",
             "--log-every", "5", "--checkpoint", "", "--metrics-file", metrics(name)};
   }
-  std::string metrics(const std::string& name) const { return (dir_ / (name + ".jsonl")).string(); }
+  std::string metrics(const std::string& name) const { return corpus_.path(name + ".jsonl"); }
 
   std::vector<double> losses(const std::string& name) const {
-    std::vector<double> out;
-    std::ifstream in(metrics(name));
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss"));
-    return out;
+    return metrics_losses(metrics(name));
   }
 
-  fs::path dir_;
-  std::string data_;
+  CorpusFolder corpus_{"plexus_emulated_train"};
 };
 
 TEST_F(EmulatedTrain, D4OnTwoHostsLosesAsOnOneHost) {

@@ -11,11 +11,9 @@
 // file byte for byte. Bad arguments exit 2 naming the argument.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -33,7 +31,6 @@ namespace plexus::test {
 namespace {
 
 using ::testing::HasSubstr;
-namespace fs = std::filesystem;
 
 constexpr int kSeq = 16;
 
@@ -45,35 +42,32 @@ std::string read_file(const std::string& path) {
 class EvaluatePredict : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_evalpredict_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-    ckpt_ = (dir_ / "model.ckpt").string();
+    corpus_.make("plexus_evalpredict");
+    ckpt_ = corpus_.path("model.ckpt");
     const ProcessResult r = run_process(
-        {PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "2", "--n-head", "2", "--n-embd", "32",
-         "--seq-len", std::to_string(kSeq), "--batch-size", "8", "--steps", "30", "--lr",
-         "3e-3", "--warmup-steps", "5", "--val-every", "0", "--checkpoint", ckpt_},
+        {PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "2", "--n-head", "2",
+         "--n-embd", "32", "--seq-len", std::to_string(kSeq), "--batch-size", "8", "--steps",
+         "30", "--lr", "3e-3", "--warmup-steps", "5", "--val-every", "0", "--checkpoint", ckpt_},
         300);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
   static ProcessResult run(int ranks, std::vector<std::string> args) {
     args.insert(args.begin(), PLEXUS_TRAIN_PATH);
     if (ranks > 1) args.insert(args.begin(), {PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--"});
     return run_process(args, 300);
   }
-  static std::string path(const std::string& name) { return (dir_ / name).string(); }
+  static std::string path(const std::string& name) { return corpus_.path(name); }
 
-  static inline fs::path dir_;
-  static inline std::string data_, ckpt_;
+  static inline CorpusFolder corpus_;
+  static inline std::string ckpt_;
 };
 
 TEST_F(EvaluatePredict, LossAgreesUnderEveryPlacementAndWithTheModel) {
   // The expected values, from the checkpoint and the corpus: every window [w*S, (w+1)*S) of
   // the last 10% of the bytes, targets shifted by one, the token-weighted mean in double.
-  const std::string bytes = read_file(data_);
+  const std::string bytes = read_file(corpus_.data());
   const size_t val_begin = bytes.size() - bytes.size() / 10;
   const size_t windows = (bytes.size() - val_begin - 1) / kSeq;
   const engine::ModelCheckpoint ck = engine::load_model_checkpoint(ckpt_);
@@ -96,8 +90,8 @@ TEST_F(EvaluatePredict, LossAgreesUnderEveryPlacementAndWithTheModel) {
   for (const auto& [ranks, placement] : placements) {
     SCOPED_TRACE(placement);
     const std::string metrics = path("eval_" + placement + ".json");
-    const ProcessResult r = run(ranks, {"--evaluate", "--data", data_, "--checkpoint", ckpt_,
-                                        "--placement", placement, "--batch-size", "8",
+    const ProcessResult r = run(ranks, {"--evaluate", "--data", corpus_.data(), "--checkpoint",
+                                        ckpt_, "--placement", placement, "--batch-size", "8",
                                         "--metrics-file", metrics});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("evaluate: checkpoint " + ckpt_ + " step 30: validation loss "));
@@ -199,12 +193,13 @@ TEST_F(EvaluatePredict, BadArgumentsExit2NamingTheArgument) {
     std::vector<std::string> args;
     std::string named;
   };
+  const std::string& data = corpus_.data();
   const std::vector<Case> cases = {
-      {1, {"--evaluate", "--data", data_, "--checkpoint", path("missing.ckpt")}, "--checkpoint"},
-      {1, {"--evaluate", "--data", data_, "--checkpoint", ""}, "--checkpoint"},
-      {1, {"--evaluate", "--data", data_, "--checkpoint", ckpt_, "--metrics-file",
+      {1, {"--evaluate", "--data", data, "--checkpoint", path("missing.ckpt")}, "--checkpoint"},
+      {1, {"--evaluate", "--data", data, "--checkpoint", ""}, "--checkpoint"},
+      {1, {"--evaluate", "--data", data, "--checkpoint", ckpt_, "--metrics-file",
            path("no/such/folder.json")}, "--metrics-file"},
-      {1, {"--evaluate", "--data", data_, "--checkpoint", ckpt_, "--checkpoint-dir",
+      {1, {"--evaluate", "--data", data, "--checkpoint", ckpt_, "--checkpoint-dir",
            path("dir")}, "--checkpoint-dir"},
       {1, {"--predict", path("missing.txt"), "--predict-output", path("o.jsonl"), "--checkpoint",
            ckpt_}, "--predict"},

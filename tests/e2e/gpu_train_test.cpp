@@ -13,16 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/gpu_available.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
@@ -40,18 +37,12 @@ struct Case {
 
 class GpuTrain : public ::testing::TestWithParam<Case> {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    data_ = dir_.path() + "/corpus.txt";
-    write_synthetic_corpus(data_);
-  }
-
   // 20 steps of a small model; the metrics file's losses.
   std::vector<double> train(const Case& c, const std::string& device) {
-    const std::string metrics = dir_.path() + "/" + device + ".jsonl";
+    const std::string metrics = corpus_.path(device + ".jsonl");
     std::vector<std::string> argv = {PLEXUS_RUN_PATH, "-n", std::to_string(c.ranks), "--",
                                      PLEXUS_TRAIN_PATH, "--placement", c.placement,
-                                     "--data", data_, "--n-layer", "2", "--n-head", "2",
+                                     "--data", corpus_.data(), "--n-layer", "2", "--n-head", "2",
                                      "--n-embd", "32", "--seq-len", "32", "--batch-size", "8",
                                      "--steps", "20", "--lr", "1e-3", "--warmup-steps", "5",
                                      "--val-every", "0", "--log-every", "1", "--checkpoint", "",
@@ -65,15 +56,10 @@ class GpuTrain : public ::testing::TestWithParam<Case> {
       EXPECT_THAT(out, HasSubstr("plexus-train: device cuda (GPU = local rank modulo"));
       EXPECT_THAT(out, HasSubstr("autocast " + c.autocast));
     }
-    std::vector<double> losses;
-    std::ifstream in(metrics);
-    std::string line;
-    while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line).at("loss"));
-    return losses;
+    return metrics_losses(metrics);
   }
 
-  TempDir dir_{"plexus-gpu-train"};
-  std::string data_;
+  CorpusFolder corpus_{"plexus-gpu-train"};
 };
 
 TEST_P(GpuTrain, LossCurveMatchesTheCpuForTwentySteps) {

@@ -11,7 +11,6 @@
 // memory") quotes the bound.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -47,27 +46,21 @@ struct Case {
 
 class MemoryModel : public ::testing::TestWithParam<Case> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_memory_model_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { corpus_.make("plexus_memory_model"); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
   static std::string report(const std::string& name, int rank) {
-    return (dir_ / (name + "." + std::to_string(rank) + ".json")).string();
+    return corpus_.path(name + "." + std::to_string(rank) + ".json");
   }
 
   // plexus-train (under plexus-run when ranks > 1) with the test model and c's options.
   static ProcessResult train(const Case& c, const std::string& name,
                              const std::vector<std::string>& extra) {
     std::vector<std::string> argv = {
-        PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "4", "--n-embd", "64", "--n-head", "4",
-        "--seq-len", "64", "--batch-size", "16", "--steps", "2", "--val-every", "1",
-        "--val-batches", "1", "--log-every", "1", "--checkpoint",
-        (dir_ / (name + ".ckpt")).string(), "--memory-report",
-        (dir_ / (name + ".{rank}.json")).string()};
+        PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "4", "--n-embd", "64",
+        "--n-head", "4", "--seq-len", "64", "--batch-size", "16", "--steps", "2", "--val-every",
+        "1", "--val-batches", "1", "--log-every", "1", "--checkpoint",
+        corpus_.path(name + ".ckpt"), "--memory-report", corpus_.path(name + ".{rank}.json")};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (c.ranks > 1) {
@@ -85,12 +78,8 @@ class MemoryModel : public ::testing::TestWithParam<Case> {
     return nlohmann::json::parse(in);
   }
 
-  static fs::path dir_;
-  static std::string data_;
+  static inline CorpusFolder corpus_;
 };
-
-fs::path MemoryModel::dir_;
-std::string MemoryModel::data_;
 
 // "within": |measured - predicted| <= bound * predicted, or <= slack bytes.
 ::testing::AssertionResult close(const std::string& what, int64_t predicted, int64_t measured,
@@ -112,7 +101,7 @@ TEST_P(MemoryModel, EveryRankMeasuresItsStagesPrediction) {
   ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
   EXPECT_THAT(e.out, HasSubstr("plexus-train: predicted memory peaks per rank"));
   EXPECT_THAT(e.out, Not(HasSubstr("| loss "))) << "--estimate-memory trains nothing";
-  EXPECT_FALSE(fs::exists(dir_ / (estimate + ".ckpt"))) << "--estimate-memory saves nothing";
+  EXPECT_FALSE(fs::exists(corpus_.path(estimate + ".ckpt"))) << "--estimate-memory saves nothing";
 
   const ProcessResult r = train(c, measured, {});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

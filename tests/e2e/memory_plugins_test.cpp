@@ -12,7 +12,6 @@
 // parameters, so no moment holds the whole model. And bad plans fail with a clear message.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +23,7 @@
 
 #include "engine/model/gpt_shard.h"
 #include "engine/train/checkpoint.h"
+#include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -35,13 +35,8 @@ namespace fs = std::filesystem;
 
 class MemoryPlugins : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_memory_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { corpus_.make("plexus_memory"); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
   // The model of placement_matrix_test.cpp: 6 blocks x 32 dims x 2 heads, context 16, global
   // batch 8.
@@ -57,17 +52,17 @@ class MemoryPlugins : public ::testing::Test {
   static std::vector<std::string> train_args(const std::string& name, const std::string& steps,
                                              const std::vector<std::string>& extra) {
     std::vector<std::string> args = {
-        PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "6", "--n-head", "2", "--n-embd", "32",
-        "--seq-len", "16", "--batch-size", "8", "--steps", steps, "--lr", "1e-3",
-        "--warmup-steps", "5", "--val-every", "0", "--log-every", "5", "--checkpoint", "",
+        PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "6", "--n-head", "2",
+        "--n-embd", "32", "--seq-len", "16", "--batch-size", "8", "--steps", steps, "--lr",
+        "1e-3", "--warmup-steps", "5", "--val-every", "0", "--log-every", "5", "--checkpoint", "",
         "--metrics-file", metrics(name)};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
-  static std::string metrics(const std::string& name) { return (dir_ / (name + ".jsonl")).string(); }
-  static std::string params(const std::string& name) { return (dir_ / (name + ".params")).string(); }
+  static std::string metrics(const std::string& name) { return corpus_.path(name + ".jsonl"); }
+  static std::string params(const std::string& name) { return corpus_.path(name + ".params"); }
   static std::string report_pattern(const std::string& name) {
-    return (dir_ / (name + ".{rank}.json")).string();
+    return corpus_.path(name + ".{rank}.json");
   }
 
   // Runs plexus-train (under plexus-run when ranks > 1) and returns the result.
@@ -87,11 +82,7 @@ class MemoryPlugins : public ::testing::Test {
   }
 
   static std::vector<double> losses(const std::string& name) {
-    std::vector<double> out;
-    std::ifstream in(metrics(name));
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss"));
-    return out;
+    return metrics_losses(metrics(name));
   }
 
   static std::vector<float> saved_params(const std::string& name) {
@@ -108,12 +99,8 @@ class MemoryPlugins : public ::testing::Test {
     if (!fs::exists(metrics("D2"))) train("D2", 2, "20", {"--placement", "D2"});
   }
 
-  static fs::path dir_;
-  static std::string data_;
+  static inline CorpusFolder corpus_;
 };
-
-fs::path MemoryPlugins::dir_;
-std::string MemoryPlugins::data_;
 
 struct Case {
   std::string name;
@@ -204,7 +191,7 @@ class MemoryPeaks : public MemoryPlugins {
     train(name, 4, "2", {"--placement", placement, "--memory-report", report_pattern(name)});
     Peaks peaks;
     for (int rank = 0; rank < 4; ++rank) {
-      const std::string path = (dir_ / (name + "." + std::to_string(rank) + ".json")).string();
+      const std::string path = corpus_.path(name + "." + std::to_string(rank) + ".json");
       std::ifstream in(path);
       EXPECT_TRUE(in.good()) << "no memory report " << path;
       if (!in.good()) continue;

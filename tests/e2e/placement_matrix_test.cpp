@@ -6,17 +6,15 @@
 // --explain prints the rank mapping the placement's rule gives (tables written out by hand).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "engine/train/checkpoint.h"
+#include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -28,27 +26,22 @@ namespace fs = std::filesystem;
 
 class PlacementMatrix : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_matrix_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { corpus_.make("plexus_matrix"); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
   // 6 blocks x 32 dims x 2 heads, context 16, global batch 8: every placement below divides it.
   static std::vector<std::string> train_args(const std::string& name,
                                              const std::vector<std::string>& extra) {
     std::vector<std::string> args = {
-        PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "6", "--n-head", "2", "--n-embd", "32",
-        "--seq-len", "16", "--batch-size", "8", "--steps", "20", "--lr", "1e-3",
-        "--warmup-steps", "5", "--val-every", "0", "--log-every", "5", "--checkpoint", "",
+        PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "6", "--n-head", "2",
+        "--n-embd", "32", "--seq-len", "16", "--batch-size", "8", "--steps", "20", "--lr",
+        "1e-3", "--warmup-steps", "5", "--val-every", "0", "--log-every", "5", "--checkpoint", "",
         "--metrics-file", metrics(name), "--save-params", params(name)};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
-  static std::string metrics(const std::string& name) { return (dir_ / (name + ".jsonl")).string(); }
-  static std::string params(const std::string& name) { return (dir_ / (name + ".params")).string(); }
+  static std::string metrics(const std::string& name) { return corpus_.path(name + ".jsonl"); }
+  static std::string params(const std::string& name) { return corpus_.path(name + ".params"); }
 
   // Runs plexus-train (under plexus-run when ranks > 1) and returns its output.
   static std::string train(const std::string& name, int ranks,
@@ -63,11 +56,7 @@ class PlacementMatrix : public ::testing::Test {
   }
 
   static std::vector<double> losses(const std::string& name) {
-    std::vector<double> out;
-    std::ifstream in(metrics(name));
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss"));
-    return out;
+    return metrics_losses(metrics(name));
   }
 
   static std::vector<float> saved_params(const std::string& name) {
@@ -81,12 +70,8 @@ class PlacementMatrix : public ::testing::Test {
     if (!fs::exists(metrics("one"))) train("one", 1, {"--placement", "D"});
   }
 
-  static fs::path dir_;
-  static std::string data_;
+  static inline CorpusFolder corpus_;
 };
-
-fs::path PlacementMatrix::dir_;
-std::string PlacementMatrix::data_;
 
 struct Case {
   std::string name;

@@ -53,15 +53,10 @@ const std::vector<std::string> kEnv = {"PLEXUS_COST_MODEL=2.5,0.1,0.05"};
 
 class Resume : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_resume_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { corpus_.make("plexus_resume"); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
-  static std::string path(const std::string& name) { return (dir_ / name).string(); }
+  static std::string path(const std::string& name) { return corpus_.path(name); }
 
   // placement_matrix_test's model: 6 blocks x 32 dims x 2 heads, context 16, global batch 8.
   static std::vector<std::string> small_model(const std::string& n_embd = "32") {
@@ -78,9 +73,9 @@ class Resume : public ::testing::Test {
                                              const std::vector<std::string>& extra) {
     std::vector<std::string> args;
     if (ranks > 1) args = {PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--"};
-    for (const std::string a : {PLEXUS_TRAIN_PATH, "--data", data_.c_str(), "--lr", "1e-3",
-                                "--warmup-steps", "5", "--val-every", "0", "--log-every", "5",
-                                "--checkpoint", ""}) {
+    for (const std::string a : {PLEXUS_TRAIN_PATH, "--data", corpus_.data().c_str(), "--lr",
+                                "1e-3", "--warmup-steps", "5", "--val-every", "0", "--log-every",
+                                "5", "--checkpoint", ""}) {
       args.push_back(a);
     }
     args.insert(args.end(), model.begin(), model.end());
@@ -115,12 +110,8 @@ class Resume : public ::testing::Test {
     return p ? *p : std::vector<float>{};
   }
 
-  static fs::path dir_;
-  static std::string data_;
+  static inline CorpusFolder corpus_;
 };
-
-fs::path Resume::dir_;
-std::string Resume::data_;
 
 std::string read_text(const std::string& file) {
   std::ifstream in(file);

@@ -25,7 +25,6 @@
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/crafted_checkpoint.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
@@ -35,15 +34,11 @@ using ::testing::Not;
 
 class SetupLimits : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    write_synthetic_corpus(data_);
-  }
-
   std::vector<std::string> command(int ranks, const std::vector<std::string>& extra) const {
     std::vector<std::string> args;
     if (ranks > 1) args = {PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--"};
-    for (const std::string a : {PLEXUS_TRAIN_PATH, "--data", data_.c_str(), "--checkpoint", ""}) {
+    for (const std::string a :
+         {PLEXUS_TRAIN_PATH, "--data", corpus_.data().c_str(), "--checkpoint", ""}) {
       args.push_back(a);
     }
     args.insert(args.end(), extra.begin(), extra.end());
@@ -65,8 +60,7 @@ class SetupLimits : public ::testing::Test {
     return r;
   }
 
-  TempDir tmp_{"plexus-setup-limits"};
-  std::string data_ = tmp_.path() + "/corpus.txt";
+  CorpusFolder corpus_{"plexus-setup-limits"};
 };
 
 TEST_F(SetupLimits, OversizedOptionsAreRefusedAtOnceNamingThem) {
@@ -99,7 +93,7 @@ TEST_F(SetupLimits, OversizedOptionsAreRefusedAtOnceNamingThem) {
 }
 
 TEST_F(SetupLimits, CraftedSingleFileCheckpointsAreRefusedNamingTheField) {
-  const std::string file = tmp_.path() + "/crafted.ckpt";
+  const std::string file = corpus_.path("crafted.ckpt");
   const std::string sections = R"("sections": [{"name": "params", "count": 10}])";
   struct Crafted {
     std::string header;
@@ -138,11 +132,11 @@ TEST_F(SetupLimits, CraftedSingleFileCheckpointsAreRefusedNamingTheField) {
 // is refused naming the field, as is a header of 100000 nested arrays (once a stack overflow in
 // nlohmann's dump). The unforged header samples.
 TEST_F(SetupLimits, ForgedFieldsOfARealCheckpointsHeaderAreRefusedNamingThem) {
-  const std::string real = tmp_.path() + "/real.ckpt";
+  const std::string real = corpus_.path("real.ckpt");
   const ProcessResult trained = run_process(
-      {PLEXUS_TRAIN_PATH, "--data", data_, "--n-layer", "1", "--n-head", "1", "--n-embd", "8",
-       "--seq-len", "8", "--batch-size", "2", "--steps", "1", "--val-every", "0", "--checkpoint",
-       real},
+      {PLEXUS_TRAIN_PATH, "--data", corpus_.data(), "--n-layer", "1", "--n-head", "1",
+       "--n-embd", "8", "--seq-len", "8", "--batch-size", "2", "--steps", "1", "--val-every", "0",
+       "--checkpoint", real},
       120);
   ASSERT_EQ(trained.exit_code, 0) << trained.out << trained.err;
   std::ifstream in(real, std::ios::binary);
@@ -152,7 +146,7 @@ TEST_F(SetupLimits, ForgedFieldsOfARealCheckpointsHeaderAreRefusedNamingThem) {
   std::memcpy(&header_bytes, bytes.data() + 8, 8);
   const nlohmann::json header = nlohmann::json::parse(bytes.substr(16, header_bytes));
   const size_t floats = (bytes.size() - 24 - header_bytes) / sizeof(float);
-  const std::string file = tmp_.path() + "/forged.ckpt";
+  const std::string file = corpus_.path("forged.ckpt");
   const std::vector<std::string> sample = {PLEXUS_TRAIN_PATH, "--sample", "--checkpoint", file,
                                            "--tokens", "2"};
 

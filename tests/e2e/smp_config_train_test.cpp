@@ -6,14 +6,12 @@
 // cannot apply exits 2 naming the key, from every rank.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -21,28 +19,20 @@ namespace plexus::test {
 namespace {
 
 using ::testing::HasSubstr;
-namespace fs = std::filesystem;
 
 class SmpConfigTrain : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("plexus_smp_config_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    write_synthetic_corpus(data_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void SetUpTestSuite() { corpus_.make("plexus_smp_config"); }
+  static void TearDownTestSuite() { corpus_.remove(); }
 
-  static std::string metrics(const std::string& name) {
-    return (dir_ / (name + ".jsonl")).string();
-  }
+  static std::string metrics(const std::string& name) { return corpus_.path(name + ".jsonl"); }
 
   // A tiny model (4 blocks x 32 dims x 2 heads, context 16, global batch 8), 4 steps.
   static ProcessResult run(const std::string& name, int ranks,
                            const std::vector<std::string>& extra) {
     std::vector<std::string> argv = {
-        PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--", PLEXUS_TRAIN_PATH, "--data", data_,
-        "--n-layer", "4", "--n-head", "2", "--n-embd", "32", "--seq-len", "16",
+        PLEXUS_RUN_PATH, "-n", std::to_string(ranks), "--", PLEXUS_TRAIN_PATH, "--data",
+        corpus_.data(), "--n-layer", "4", "--n-head", "2", "--n-embd", "32", "--seq-len", "16",
         "--batch-size", "8", "--steps", "4", "--lr", "1e-3", "--warmup-steps", "2",
         "--val-every", "0", "--log-every", "1", "--checkpoint", "",
         "--metrics-file", metrics(name)};
@@ -51,11 +41,7 @@ class SmpConfigTrain : public ::testing::Test {
   }
 
   static std::vector<double> losses(const std::string& name) {
-    std::vector<double> out;
-    std::ifstream in(metrics(name));
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss"));
-    return out;
+    return metrics_losses(metrics(name));
   }
 
   // The "loss X" fields of rank 0's step lines, as printed.
@@ -69,12 +55,8 @@ class SmpConfigTrain : public ::testing::Test {
     return found;
   }
 
-  static fs::path dir_;
-  static std::string data_;
+  static inline CorpusFolder corpus_;
 };
-
-fs::path SmpConfigTrain::dir_;
-std::string SmpConfigTrain::data_;
 
 struct Pair {
   std::string name;
@@ -147,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Keys without meaning here are said once, by rank 0, on stderr; a file works as inline JSON.
 TEST_F(SmpConfigTrain, NoticesOnceAndReadsAFile) {
-  const std::string path = (dir_ / "smp.json").string();
+  const std::string path = corpus_.path("smp.json");
   std::ofstream(path)
       << R"({"partitions": 1, "ddp": true, "delayed_parameter_initialization": true})";
   const ProcessResult r = run("file", 2, {"--smp-config", path});
@@ -176,7 +158,7 @@ TEST_F(SmpConfigTrain, BadConfigurationExits2NamingTheKey) {
           {"--smp-config", R"({"partitions": 1, "ddp": true})", "--placement", "D2"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("--placement 'D2' and --smp-config both give the placement"));
-  const std::string path = (dir_ / "broken.json").string();
+  const std::string path = corpus_.path("broken.json");
   std::ofstream(path) << "{\"partitions\": 1,\n \"ddp\" true}";
   r = run("malformed", 2, {"--smp-config", path});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

@@ -3,17 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/metrics_losses.h"
+#include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
 namespace plexus::test {
@@ -24,25 +23,9 @@ namespace fs = std::filesystem;
 
 class TrainE2E : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("plexus_e2e_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    data_ = (dir_ / "corpus.txt").string();
-    // A deterministic English-like corpus (the property under test holds for any text).
-    const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "boat", "harpoon",
-                           "and", "of", "a", "to", "in", "was", "his", "ocean"};
-    std::ofstream out(data_);
-    uint64_t x = 12345;
-    for (int i = 0; i < 60000; ++i) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      out << words[(x >> 33) % 16] << ((x >> 40) % 9 == 0 ? ".\n" : " ");
-    }
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Common small-model arguments so that 20 steps take seconds on 2 cores.
   std::vector<std::string> train_args(const std::string& placement, const std::string& metrics) {
-    return {PLEXUS_TRAIN_PATH, "--placement", placement, "--data", data_,
+    return {PLEXUS_TRAIN_PATH, "--placement", placement, "--data", corpus_.data(),
             "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--seq-len", "32",
             "--batch-size", "8", "--steps", "20", "--lr", "1e-3", "--warmup-steps", "5",
             "--val-every", "0", "--log-every", "1", "--checkpoint", "",
@@ -65,29 +48,21 @@ class TrainE2E : public ::testing::Test {
     return argv;
   }
 
-  static std::vector<double> losses(const std::string& path) {
-    std::vector<double> out;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss"));
-    return out;
-  }
-
-  fs::path dir_;
-  std::string data_;
+  // A deterministic English-like corpus (the property under test holds for any text).
+  CorpusFolder corpus_{"plexus_e2e"};
 };
 
 TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
-  const std::string single = (dir_ / "d1.jsonl").string();
+  const std::string single = corpus_.path("d1.jsonl");
   ProcessResult r1 = run_process(train_args("D", single), 300);
   ASSERT_EQ(r1.exit_code, 0) << (r1.out + r1.err);
-  std::vector<double> a = losses(single);
+  std::vector<double> a = metrics_losses(single);
   ASSERT_EQ(a.size(), 20u);
   EXPECT_LT(a.back(), a.front() - 0.5) << "the model did not learn";
   // The automatic provider choice (shm on one host where it works), then tcp explicitly.
   for (const std::string provider : {"", "tcp"}) {
     SCOPED_TRACE("PLEXUS_FI_PROVIDER=" + provider);
-    const std::string four = (dir_ / ("d4" + provider + ".jsonl")).string();
+    const std::string four = corpus_.path("d4" + provider + ".jsonl");
     std::vector<std::string> env;
     if (!provider.empty()) env.push_back("PLEXUS_FI_PROVIDER=" + provider);
     ProcessResult r4 = run_process(launch(4, train_args("D4", four)), 300, env);
@@ -96,7 +71,7 @@ TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
     if (!provider.empty()) {
       EXPECT_THAT((r4.out + r4.err), HasSubstr("transport tcp"));
     }
-    std::vector<double> b = losses(four);
+    std::vector<double> b = metrics_losses(four);
     ASSERT_EQ(b.size(), 20u);
     for (size_t i = 0; i < a.size(); ++i) {
       EXPECT_LE(std::fabs(a[i] - b[i]) / std::fabs(a[i]), 1e-4)
@@ -106,7 +81,7 @@ TEST_F(TrainE2E, DataParallelD4MatchesOneProcessForTwentySteps) {
 }
 
 TEST_F(TrainE2E, InferredDataDegreeAndExplain) {
-  const std::string metrics = (dir_ / "d.jsonl").string();
+  const std::string metrics = corpus_.path("d.jsonl");
   std::vector<std::string> args = train_args("D", metrics);
   args.push_back("--explain");
   set_arg(args, "--steps", "2");
@@ -129,7 +104,7 @@ class TrainBadInput : public TrainE2E, public ::testing::WithParamInterface<BadI
 
 TEST_P(TrainBadInput, ClearErrorAndNonZeroExit) {
   const BadInput& c = GetParam();
-  std::vector<std::string> args = train_args("D", (dir_ / "m.jsonl").string());
+  std::vector<std::string> args = train_args("D", corpus_.path("m.jsonl"));
   for (size_t i = 0; i + 1 < c.replace.size(); i += 2) set_arg(args, c.replace[i], c.replace[i + 1]);
   ProcessResult r = run_process(launch(c.ranks, args), 120);
   EXPECT_FALSE(r.timed_out) << (r.out + r.err);
@@ -173,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 TEST_F(TrainE2E, KilledRankIsReportedByTheOthers) {
-  std::vector<std::string> args = train_args("D3", (dir_ / "k.jsonl").string());
+  std::vector<std::string> args = train_args("D3", corpus_.path("k.jsonl"));
   set_arg(args, "--steps", "100000");  // run until killed
   set_arg(args, "--batch-size", "6");   // divisible by 3
   Subprocess run(launch(3, args));
@@ -200,8 +175,8 @@ TEST_F(TrainE2E, KilledRankIsReportedByTheOthers) {
 }
 
 TEST_F(TrainE2E, SampleFromSavedCheckpoint) {
-  const std::string ckpt = (dir_ / "model.ckpt").string();
-  std::vector<std::string> args = train_args("D", (dir_ / "s.jsonl").string());
+  const std::string ckpt = corpus_.path("model.ckpt");
+  std::vector<std::string> args = train_args("D", corpus_.path("s.jsonl"));
   set_arg(args, "--checkpoint", ckpt);
   ProcessResult t = run_process(args, 300);
   ASSERT_EQ(t.exit_code, 0) << (t.out + t.err);

@@ -10,25 +10,16 @@
 #include <string>
 
 #include "engine/plan/memory_model.h"
+#include "tests/engine/plan_inputs.h"
 
 namespace plexus::engine {
 namespace {
 
 using ::testing::HasSubstr;
 
-// 4 blocks x 64 dims x 4 heads, context 64: every unit under 100000 elements.
+// The small model (plan_inputs.h) with context 64, one microbatch.
 MemoryModelInput base(int data, int pipeline = 1, int tensor = 1) {
-  MemoryModelInput in;
-  in.config.vocab_size = 256;
-  in.config.max_seq_len = 64;
-  in.config.n_layer = 4;
-  in.config.n_head = 4;
-  in.config.n_embd = 64;
-  in.data = data, in.pipeline = pipeline, in.tensor = tensor;
-  in.global_batch = 16;
-  in.microbatches = 1;
-  in.saves_whole = false;
-  return in;
+  return small_model_input(64, data, pipeline, tensor);
 }
 
 RankMemory stage0(const MemoryModelInput& in) {

@@ -21,6 +21,7 @@
 #include "engine/plan/plan_candidate.h"
 #include "engine/plan/planner.h"
 #include "engine/plan/step_time_model.h"
+#include "tests/engine/plan_inputs.h"
 
 namespace plexus::engine {
 namespace {
@@ -448,18 +449,9 @@ TEST(PlanCandidateText, PlacementAndMemoryPlugins) {
 
 // ---- predict_step_time ----
 
+// The small model (plan_inputs.h) with context 32.
 MemoryModelInput step_input(int data, int pipeline, int tensor, int microbatches) {
-  MemoryModelInput in;
-  in.config.vocab_size = 256;
-  in.config.max_seq_len = 32;
-  in.config.n_layer = 4;
-  in.config.n_head = 4;
-  in.config.n_embd = 64;
-  in.data = data, in.pipeline = pipeline, in.tensor = tensor;
-  in.global_batch = 16;
-  in.microbatches = microbatches;
-  in.saves_whole = false;
-  return in;
+  return small_model_input(32, data, pipeline, tensor, microbatches);
 }
 
 ProbeTimes unit_probe() {

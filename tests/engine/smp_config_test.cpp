@@ -4,15 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "engine/placement/placement.h"
 #include "engine/placement/smp_config.h"
 #include "engine/placement/smp_config_source.h"
+#include "tests/support/temp_dir.h"
 
 namespace plexus::engine {
 namespace {
@@ -29,6 +28,11 @@ SmpJob job(int world_size, ComputeDevice device = ComputeDevice::kCpu) {
   j.global_batch = 8;
   j.device = device;
   return j;
+}
+
+// The placement string the configuration translates to on world_size CPU ranks.
+std::string placement_of(const std::string& text, int world_size) {
+  return translate_smp_config(text, job(world_size)).placement;
 }
 
 // The SmpConfigError's message, or "" when the translation succeeds.
@@ -65,49 +69,30 @@ TEST(SmpConfig, SeedConfigurationIsAFourStagePipeline) {
 
 TEST(SmpConfig, DataDegreeIsWhatRemainsInTheStrategysOrder) {
   const std::string base = R"("partitions": 2, "tensor_parallel_degree": 2, "ddp": true)";
-  EXPECT_EQ(translate_smp_config("{" + base + "}", job(8)).placement, "D2P2T2");  // cluster
-  EXPECT_EQ(translate_smp_config("{" + base + R"(, "placement_strategy": "cluster"})", job(8))
-                .placement,
-            "D2P2T2");
-  EXPECT_EQ(translate_smp_config("{" + base + R"(, "placement_strategy": "spread"})", job(8))
-                .placement,
-            "T2P2D2");
-  EXPECT_EQ(translate_smp_config("{" + base + R"(, "placement_strategy": "PDT"})", job(8))
-                .placement,
-            "P2D2T2");
+  EXPECT_EQ(placement_of("{" + base + "}", 8), "D2P2T2");  // cluster
+  EXPECT_EQ(placement_of("{" + base + R"(, "placement_strategy": "cluster"})", 8), "D2P2T2");
+  EXPECT_EQ(placement_of("{" + base + R"(, "placement_strategy": "spread"})", 8), "T2P2D2");
+  EXPECT_EQ(placement_of("{" + base + R"(, "placement_strategy": "PDT"})", 8), "P2D2T2");
   // Axes of degree 1 are left out; nothing but one rank is D1.
-  EXPECT_EQ(translate_smp_config(R"({"partitions": 1, "ddp": true})", job(4)).placement, "D4");
-  EXPECT_EQ(translate_smp_config(R"({"partitions": 1})", job(1)).placement, "D1");
-  EXPECT_EQ(translate_smp_config(R"({"pipeline_parallel_degree": 2, "ddp": true})", job(4))
-                .placement,
-            "D2P2");
+  EXPECT_EQ(placement_of(R"({"partitions": 1, "ddp": true})", 4), "D4");
+  EXPECT_EQ(placement_of(R"({"partitions": 1})", 1), "D1");
+  EXPECT_EQ(placement_of(R"({"pipeline_parallel_degree": 2, "ddp": true})", 4), "D2P2");
 }
 
 TEST(SmpConfig, MemoryKeysBecomePlugins) {
-  EXPECT_EQ(translate_smp_config(
-                R"({"partitions": 1, "ddp": true, "shard_optimizer_state": true})", job(2))
-                .placement,
+  EXPECT_EQ(placement_of(R"({"partitions": 1, "ddp": true, "shard_optimizer_state": true})", 2),
             "D2+zero1");
-  EXPECT_EQ(translate_smp_config(
-                R"({"partitions": 2, "ddp": true, "activation_checkpointing": true,
-                    "offload_activations": true})",
-                job(4))
-                .placement,
+  EXPECT_EQ(placement_of(R"({"partitions": 2, "ddp": true, "activation_checkpointing": true,
+                             "offload_activations": true})", 4),
             "D2P2+ckpt+offload(activations)");
-  EXPECT_EQ(translate_smp_config(
-                R"({"partitions": 1, "ddp": true, "shard_optimizer_state": true,
-                    "activation_checkpointing": true, "offload_activations": true,
-                    "activation_loading_horizon": 2})",
-                job(2))
-                .placement,
+  EXPECT_EQ(placement_of(R"({"partitions": 1, "ddp": true, "shard_optimizer_state": true,
+                             "activation_checkpointing": true, "offload_activations": true,
+                             "activation_loading_horizon": 2})", 2),
             "D2+zero1+ckpt+offload(activations,horizon=2)");
   // Keys at their "off" values add nothing.
-  EXPECT_EQ(translate_smp_config(
-                R"({"partitions": 1, "ddp": true, "shard_optimizer_state": false,
-                    "activation_checkpointing": false, "offload_activations": false,
-                    "auto_partition": true, "fp16": false})",
-                job(2))
-                .placement,
+  EXPECT_EQ(placement_of(R"({"partitions": 1, "ddp": true, "shard_optimizer_state": false,
+                             "activation_checkpointing": false, "offload_activations": false,
+                             "auto_partition": true, "fp16": false})", 2),
             "D2");
 }
 
@@ -306,12 +291,7 @@ TEST(SmpConfig, AutocastConflictNamesBf16) {
 
 class SmpConfigSource : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("plexus_smp_source_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed"; }
   std::string error_of_source(const std::string& argument) {
     std::string label;
     try {
@@ -321,28 +301,28 @@ class SmpConfigSource : public ::testing::Test {
     }
     return "";
   }
-  std::filesystem::path dir_;
+  test::TempDir dir_{"plexus-smp-source"};
 };
 
 TEST_F(SmpConfigSource, InlineAndFile) {
   std::string label;
   EXPECT_EQ(read_smp_config_source(R"({"partitions": 1})", &label), R"({"partitions": 1})");
   EXPECT_EQ(label, "(inline JSON)");
-  const std::string path = (dir_ / "smp.json").string();
+  const std::string path = dir_.path() + "/smp.json";
   std::ofstream(path) << R"({"partitions": 2})";
   EXPECT_EQ(read_smp_config_source(path, &label), R"({"partitions": 2})");
   EXPECT_EQ(label, "\"" + path + "\"");
 }
 
 TEST_F(SmpConfigSource, RefusesWhatIsNotASmallRegularFile) {
-  EXPECT_THAT(error_of_source((dir_ / "missing.json").string()),
+  EXPECT_THAT(error_of_source(dir_.path() + "/missing.json"),
               HasSubstr("cannot open: No such file or directory"));
-  EXPECT_THAT(error_of_source(dir_.string()), HasSubstr("is a folder"));
-  const std::string fifo = (dir_ / "fifo").string();
+  EXPECT_THAT(error_of_source(dir_.path()), HasSubstr("is a folder"));
+  const std::string fifo = dir_.path() + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_THAT(error_of_source(fifo), HasSubstr("is not a regular file"));
   EXPECT_THAT(error_of_source("/dev/zero"), HasSubstr("is not a regular file"));
-  const std::string big = (dir_ / "big.json").string();
+  const std::string big = dir_.path() + "/big.json";
   std::ofstream(big) << std::string(kMaxSmpConfigBytes + 1, ' ');
   EXPECT_THAT(error_of_source(big), HasSubstr("1048577 bytes is over the limit of 1048576"));
   EXPECT_THAT(error_of_source("{" + std::string(kMaxSmpConfigBytes, ' ')),

@@ -146,13 +146,6 @@ TEST(MetricsSeries, ValidationEveryStepKeepsThroughput) {
 
 class PlexusTrainPlot : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed";
-    data_ = dir_.path() + "/corpus.txt";
-    write_synthetic_corpus(data_);
-    checkpoint_ = dir_.path() + "/model.ckpt";
-  }
-
   // A short training: 12 steps, validation every 4, a checkpoint, the plot into `plot`.
   std::vector<std::string> train_args(const std::string& placement, const std::string& plot,
                                       const std::string& steps = "12") const {
@@ -163,12 +156,12 @@ class PlexusTrainPlot : public ::testing::Test {
   }
 
   // The child's own temporary folder, so the test sees plexus-train's private folder come and go.
-  std::vector<std::string> env() const { return {"TMPDIR=" + dir_.path()}; }
+  std::vector<std::string> env() const { return {"TMPDIR=" + corpus_.dir()}; }
 
   // The private plot folders (plexus-plot-*) left in the test's folder.
   std::vector<std::string> leftover_plot_folders() const {
     std::vector<std::string> left;
-    for (const auto& entry : fs::directory_iterator(dir_.path())) {
+    for (const auto& entry : fs::directory_iterator(corpus_.dir())) {
       const std::string name = entry.path().filename().string();
       if (name.rfind("plexus-plot-", 0) == 0 || name.find(".plot-") != std::string::npos) {
         left.push_back(name);
@@ -177,9 +170,9 @@ class PlexusTrainPlot : public ::testing::Test {
     return left;
   }
 
-  TempDir dir_{"plexus-train-plot-test"};
-  std::string data_;
-  std::string checkpoint_;
+  CorpusFolder corpus_{"plexus-train-plot-test"};
+  std::string data_ = corpus_.data();  // a test may rename the corpus
+  std::string checkpoint_ = corpus_.path("model.ckpt");
 };
 
 // D2 under plexus-run with no --metrics-file: rank 0 alone records the steps (privately) and
@@ -188,10 +181,10 @@ class PlexusTrainPlot : public ::testing::Test {
 // the single-quoted title, would run `cd .. && touch pwned` in the test's folder.
 TEST_F(PlexusTrainPlot, RankZeroDrawsLossAndTokensPerSecondUnderPlexusRunD2) {
   SKIP_WITHOUT_GNUPLOT();
-  const std::string injected = dir_.path() + "/' . system('cd .. && touch pwned') . '.txt";
+  const std::string injected = corpus_.dir() + "/' . system('cd .. && touch pwned') . '.txt";
   fs::rename(data_, injected);
   data_ = injected;
-  const std::string plot = dir_.path() + "/it's a \"loss\" plot.png";
+  const std::string plot = corpus_.dir() + "/it's a \"loss\" plot.png";
   std::vector<std::string> argv = {PLEXUS_RUN_PATH, "-n", "2", "--"};
   for (const std::string& a : train_args("D2", plot)) argv.push_back(a);
   const ProcessResult r = run_process(argv, 120, env());
@@ -203,7 +196,7 @@ TEST_F(PlexusTrainPlot, RankZeroDrawsLossAndTokensPerSecondUnderPlexusRunD2) {
   EXPECT_THAT(all, Not(HasSubstr("warning"))) << all;
   expect_png_of_plot_size(plot);
   EXPECT_TRUE(fs::exists(checkpoint_)) << all;
-  EXPECT_FALSE(fs::exists(dir_.path() + "/pwned")) << "the data file's name ran a gnuplot command";
+  EXPECT_FALSE(fs::exists(corpus_.path("pwned"))) << "the data file's name ran a gnuplot command";
   EXPECT_THAT(leftover_plot_folders(), ::testing::IsEmpty());
 }
 
@@ -211,8 +204,8 @@ TEST_F(PlexusTrainPlot, RankZeroDrawsLossAndTokensPerSecondUnderPlexusRunD2) {
 // 0) still draws the steps it ran, from the --metrics-file it was given, which stays.
 TEST_F(PlexusTrainPlot, StopBySignalStillDrawsFromTheMetricsFile) {
   SKIP_WITHOUT_GNUPLOT();
-  const std::string plot = dir_.path() + "/stopped.png";
-  const std::string metrics = dir_.path() + "/metrics.jsonl";
+  const std::string plot = corpus_.dir() + "/stopped.png";
+  const std::string metrics = corpus_.dir() + "/metrics.jsonl";
   std::vector<std::string> argv = train_args("D", plot, "1000000");
   for (const char* a : {"--metrics-file", metrics.c_str()}) argv.push_back(a);
   Subprocess train(argv, env());
@@ -232,15 +225,15 @@ TEST_F(PlexusTrainPlot, StopBySignalStillDrawsFromTheMetricsFile) {
 // SIGINT while gnuplot draws (a gnuplot that would take 100 s): gnuplot is killed at once, the
 // warning names the signal, the private folder is removed and the training's result stands.
 TEST_F(PlexusTrainPlot, SignalWhileGnuplotRunsEndsItAndCleansUp) {
-  const std::string bin = dir_.path() + "/slow-bin";
-  const std::string started = dir_.path() + "/gnuplot-started";
+  const std::string bin = corpus_.dir() + "/slow-bin";
+  const std::string started = corpus_.dir() + "/gnuplot-started";
   fs::create_directory(bin);
   {
     std::ofstream fake(bin + "/gnuplot");
     fake << "#!/bin/sh\necho started > '" << started << "'\nexec sleep 100\n";
   }
   fs::permissions(bin + "/gnuplot", fs::perms::owner_all);
-  const std::string plot = dir_.path() + "/loss.png";
+  const std::string plot = corpus_.dir() + "/loss.png";
   std::vector<std::string> environment = env();
   environment.push_back("PATH=" + bin + ":/usr/bin:/bin");
   Subprocess train(train_args("D", plot, "2"), environment);
@@ -262,8 +255,8 @@ TEST_F(PlexusTrainPlot, SignalWhileGnuplotRunsEndsItAndCleansUp) {
 // A run that fails before its first step draws nothing, not even the lines an earlier run left
 // in its --metrics-file; the failure's exit code stays.
 TEST_F(PlexusTrainPlot, FailedStartDrawsNoEarlierRun) {
-  const std::string plot = dir_.path() + "/loss.png";
-  const std::string metrics = dir_.path() + "/metrics.jsonl";
+  const std::string plot = corpus_.dir() + "/loss.png";
+  const std::string metrics = corpus_.dir() + "/metrics.jsonl";
   std::ofstream(metrics) << R"({"step":1,"loss":5.0,"elapsed_s":0.5})" << "\n";
   std::vector<std::string> argv = train_args("D3", plot);  // 3 data-parallel ranks in a world of 1
   for (const char* a : {"--metrics-file", metrics.c_str()}) argv.push_back(a);
@@ -285,11 +278,11 @@ TEST_F(PlexusTrainPlot, BadPathIsRefusedBeforeTraining) {
     std::string reason;
   };
   const std::vector<Case> cases = {
-      {dir_.path() + "/no-such-folder/loss.png",
-       "folder '" + dir_.path() + "/no-such-folder' cannot be used: No such file or directory"},
-      {dir_.path() + "/loss.jpg", "the name must end in .png"},
-      {dir_.path() + "/loss", "the name must end in .png"},
-      {dir_.path(), "the name must end in .png"},
+      {corpus_.dir() + "/no-such-folder/loss.png",
+       "folder '" + corpus_.dir() + "/no-such-folder' cannot be used: No such file or directory"},
+      {corpus_.dir() + "/loss.jpg", "the name must end in .png"},
+      {corpus_.dir() + "/loss", "the name must end in .png"},
+      {corpus_.dir(), "the name must end in .png"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.plot);
@@ -301,7 +294,7 @@ TEST_F(PlexusTrainPlot, BadPathIsRefusedBeforeTraining) {
     EXPECT_FALSE(fs::exists(checkpoint_));
   }
   // A folder named like a PNG is not a file to replace.
-  const std::string folder = dir_.path() + "/folder.png";
+  const std::string folder = corpus_.dir() + "/folder.png";
   fs::create_directory(folder);
   const ProcessResult r = run_process(train_args("D", folder), 60, env());
   EXPECT_EQ(r.exit_code, 2) << r.out + r.err;
@@ -312,7 +305,7 @@ TEST_F(PlexusTrainPlot, BadPathIsRefusedBeforeTraining) {
 // Under plexus-run, rank 0's refusal of the folder (made once the communicator exists) ends
 // rank 1 too, through the communicator: it names rank 0 rather than being stopped by a signal.
 TEST_F(PlexusTrainPlot, BadFolderOnRankZeroEndsEveryRank) {
-  const std::string plot = dir_.path() + "/no-such-folder/loss.png";
+  const std::string plot = corpus_.dir() + "/no-such-folder/loss.png";
   std::vector<std::string> argv = {PLEXUS_RUN_PATH, "-n", "2", "--"};
   for (const std::string& a : train_args("D2", plot)) argv.push_back(a);
   const ProcessResult r = run_process(argv, 120, env());
@@ -328,9 +321,9 @@ TEST_F(PlexusTrainPlot, BadFolderOnRankZeroEndsEveryRank) {
 // No gnuplot: a warning before training and one at the end naming the file and the cause; the
 // training's exit code and checkpoint stand.
 TEST_F(PlexusTrainPlot, MissingGnuplotIsAWarning) {
-  const std::string plot = dir_.path() + "/loss.png";
+  const std::string plot = corpus_.dir() + "/loss.png";
   std::vector<std::string> environment = env();
-  environment.push_back("PATH=" + dir_.path() + "/empty-bin");
+  environment.push_back("PATH=" + corpus_.dir() + "/empty-bin");
   const ProcessResult r = run_process(train_args("D", plot, "2"), 60, environment);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out + r.err;
   EXPECT_THAT(r.err, HasSubstr("warning: --plot '" + plot + "': gnuplot is not on PATH"));
@@ -344,14 +337,14 @@ TEST_F(PlexusTrainPlot, MissingGnuplotIsAWarning) {
 // A gnuplot that fails: the warning quotes its status and what it printed; an image already at
 // the path is left as it was.
 TEST_F(PlexusTrainPlot, FailingGnuplotIsAWarningAndKeepsTheOldImage) {
-  const std::string bin = dir_.path() + "/bin";
+  const std::string bin = corpus_.dir() + "/bin";
   fs::create_directory(bin);
   {
     std::ofstream fake(bin + "/gnuplot");
     fake << "#!/bin/sh\necho 'line 3: fake gnuplot cannot draw' >&2\nexit 3\n";
   }
   fs::permissions(bin + "/gnuplot", fs::perms::owner_all);
-  const std::string plot = dir_.path() + "/loss.png";
+  const std::string plot = corpus_.dir() + "/loss.png";
   { std::ofstream(plot) << "an older plot"; }
   std::vector<std::string> environment = env();
   environment.push_back("PATH=" + bin + ":/usr/bin:/bin");
