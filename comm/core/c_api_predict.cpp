@@ -26,23 +26,12 @@ using plexus::set_error;
 constexpr const char* kFn = "plx_comm_predict_time";
 constexpr std::string_view kSendRecv = "sendrecv";
 
-// The collective named `name` (as PLEXUS_ALGO spells it), or kCount.
-Collective collective_named(std::string_view name) {
-  for (int c = 0; c < static_cast<int>(Collective::kCount); ++c) {
-    if (collective_name(static_cast<Collective>(c)) == name) return static_cast<Collective>(c);
-  }
-  return Collective::kCount;
-}
-
 // The cost shape of `members` (ranks of comm) run as one group: their hosts as comm's layout
 // has them, and comm's peer-memory verdict.
 CostShape member_shape(const plx_comm& comm, const std::vector<int>& members) {
   std::vector<std::string> host_ids;
   host_ids.reserve(members.size());
-  for (int r : members) {
-    const bool known = r < static_cast<int>(comm.hosts.host_of.size());
-    host_ids.push_back(std::to_string(known ? comm.hosts.host_of[r] : r));
-  }
+  for (int r : members) host_ids.push_back(comm.host_ids.at(r));  // as a split would have them
   CostShape shape = cost_shape(host_layout(host_ids));
   shape.peer_memory = comm.cost_shape.peer_memory;
   return shape;
@@ -61,7 +50,7 @@ plx_result_t plx_comm_predict_time(plx_comm_t comm, const char* collective, size
     if (!seconds) return null_argument(kFn, comm, "seconds");
     if (plx_result_t r = check_datatype(kFn, comm, datatype); r != PLX_SUCCESS) return r;
     const std::string_view name = collective;
-    const Collective which = collective_named(name);
+    const Collective which = find_collective(name).value_or(Collective::kCount);
     if (which == Collective::kCount && name != kSendRecv) {
       return set_error(PLX_ERROR_INVALID_ARGUMENT,
                        fmt::format("{}: rank {}: collective {:?} is not one of {}, sendrecv", kFn,

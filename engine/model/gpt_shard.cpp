@@ -118,8 +118,6 @@ int GptShard::group_size() const {
   return policy_.checkpoint_every > 0 ? policy_.checkpoint_every : 1;
 }
 
-// Sizes the shared backward workspace (and the loss statistics) and, when checkpointing, the
-// recompute area (group_size() blocks' activations) for (B,T), growing only.
 ShardWorkspace shard_workspace_floats(const GptConfig& config, const ShardSpec& spec,
                                       const ActivationPolicy& policy, int B, int T) {
   const TpBlockDims d{B, T, config.n_embd, config.n_head};
@@ -138,14 +136,18 @@ ShardWorkspace shard_workspace_floats(const GptConfig& config, const ShardSpec& 
   return out;
 }
 
+// Sizes the shared backward workspace (and the loss statistics) and, when checkpointing, the
+// recompute area (group_size() blocks' activations) for (B,T), growing only; the sizes are
+// shard_workspace_floats', which the memory model predicts with.
 void GptShard::layout_workspace(int B, int T) {
   const TpBlockDims d = dims(B, T);
   const size_t BT = d.rows(), BTC = BT * config_.n_embd, V = vocab_.rows;
   const size_t scratch = tp_block_scratch_floats(d, spec_.tp_degree);
-  const size_t need = shard_workspace_floats(config_, spec_, policy_, B, T).workspace;
-  if (work_.size() < need) {
+  const ShardWorkspace need = shard_workspace_floats(config_, spec_, policy_, B, T);
+  if (work_.size() < need.workspace) {
     work_ = TrackedBuffer();
-    work_ = TrackedBuffer(need, MemoryPool::kDevice, MemoryCategory::kActivations, true, tracker_);
+    work_ = TrackedBuffer(need.workspace, MemoryPool::kDevice, MemoryCategory::kActivations, true,
+                          tracker_);
   }
   float* p = work_.data();
   dstream_a_ = p, p += BTC;
@@ -160,9 +162,9 @@ void GptShard::layout_workspace(int B, int T) {
   if (policy_.checkpoint_every == 0 || blocks_.empty()) return;
   const size_t group = std::min<size_t>(group_size(), blocks_.size());
   const size_t per_block = tp_block_acts_floats(d, spec_.tp_degree);
-  if (recompute_.size() < group * per_block) {
+  if (recompute_.size() < need.recompute) {
     recompute_ = TrackedBuffer();
-    recompute_ = TrackedBuffer(group * per_block, MemoryPool::kDevice,
+    recompute_ = TrackedBuffer(need.recompute, MemoryPool::kDevice,
                                MemoryCategory::kActivations, true, tracker_);
   }
   recompute_acts_.clear();

@@ -126,11 +126,13 @@ void scatter_into_full(const std::vector<ShardTensor>& tensors, const float* sha
 void extract_from_full(const std::vector<ShardTensor>& tensors, const float* full,
                        float* shard_values);
 
-// The units (param_units.h) that tile a shard with these tensors, in order, and the most
+// The units (param_units.h) that tile a shard with these tensors, in order, the tensors of
+// each, and the most
 // elements of tensor-parallel replicated tensors (split_dim -1) in one unit: the size of the
 // staging where a tensor-parallel shard packs their gradients for the allreduce.
 struct ShardUnitTable {
   std::vector<ParamUnit> units;
+  std::vector<std::pair<size_t, size_t>> tensors;  // per unit: its tensors [first, end)
   size_t replicated_max = 0;
 };
 ShardUnitTable shard_units(const std::vector<ShardTensor>& tensors);

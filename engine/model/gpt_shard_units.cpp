@@ -26,13 +26,16 @@ std::string unit_of(const std::string& tensor) {
 ShardUnitTable shard_units(const std::vector<ShardTensor>& tensors) {
   ShardUnitTable table;
   size_t replicated = 0;
-  for (const ShardTensor& t : tensors) {
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const ShardTensor& t = tensors[k];
     const std::string name = unit_of(t.name);
     if (table.units.empty() || table.units.back().name != name) {
       table.units.push_back(ParamUnit{name, t.offset, 0});
+      table.tensors.emplace_back(k, k);
       replicated = 0;
     }
     table.units.back().count += t.numel();
+    table.tensors.back().second = k + 1;
     if (t.replicated_in_tp) replicated += t.numel();
     table.replicated_max = std::max(table.replicated_max, replicated);
   }
@@ -42,15 +45,9 @@ ShardUnitTable shard_units(const std::vector<ShardTensor>& tensors) {
 void GptShard::build_units() {
   ShardUnitTable table = shard_units(tensors_);
   units_ = std::move(table.units);
-  size_t k = 0;
+  unit_tensors_ = std::move(table.tensors);
   for (size_t u = 0; u < units_.size(); ++u) {
     const std::string& name = units_[u].name;
-    const size_t first = k;
-    while (k < tensors_.size() && unit_of(tensors_[k].name) == name &&
-           tensors_[k].offset < units_[u].offset + units_[u].count) {
-      ++k;
-    }
-    unit_tensors_.emplace_back(first, k);
     const int i = static_cast<int>(u);
     if (name == "wte") (spec_.embed && i == 0 ? unit_wte_ : unit_head_wte_) = i;
     if (name == "wpe") unit_wpe_ = i;

@@ -12,6 +12,7 @@
 #include "engine/model/activation_policy.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/shard_activations.h"
+#include "engine/train/memory_plan.h"
 #include "engine/train/model_config.h"
 #include "engine/train/stage_model.h"
 
@@ -112,10 +113,7 @@ RankMemory predict_stage(const MemoryModelInput& in, int stage) {
   // Activations.
   const int rows = in.global_batch / D / in.microbatches;
   const int T = in.config.max_seq_len, C = in.config.n_embd;
-  ActivationPolicy policy;
-  policy.checkpoint_every = plan.checkpoint_every;
-  policy.offload = plan.offload_activations != 0;
-  policy.loading_horizon = std::max(1, plan.activation_loading_horizon);
+  const ActivationPolicy policy = MemoryPlan{plan, nullptr}.activation_policy();
   const int blocks = spec.last_block - spec.first_block;
   SlotShape shape{rows, T, C, in.config.n_head, in.tensor, blocks,
                   padded_vocab(in.config.vocab_size, in.tensor) / in.tensor,

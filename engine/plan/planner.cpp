@@ -68,6 +68,27 @@ void count(std::vector<std::pair<std::string, int>>* invalid, const std::string&
   invalid->emplace_back(why, n);
 }
 
+// `base` with every memory-plugin combination: ZeRO stages 0-3 (only 0 without data
+// parallelism), with and without +ckpt, offloaded optimizer, and offloaded activations (only
+// with checkpointing).
+void add_memory_variants(const PlanCandidate& base, std::vector<PlanCandidate>* out) {
+  for (int zero = 0; zero <= (base.data > 1 ? 3 : 0); ++zero) {
+    for (const bool ckpt : {false, true}) {
+      for (const bool off_act : {false, true}) {
+        if (off_act && !ckpt) continue;
+        for (const bool off_opt : {false, true}) {
+          PlanCandidate c = base;
+          c.zero_stage = zero;
+          c.checkpointing = ckpt;
+          c.offload_activations = off_act;
+          c.offload_optimizer = off_opt;
+          out->push_back(c);
+        }
+      }
+    }
+  }
+}
+
 std::string seconds_text(double s) {
   return s >= 1 ? fmt::format("{:.2f} s", s) : fmt::format("{:.1f} ms", s * 1e3);
 }
@@ -136,21 +157,9 @@ std::vector<PlanCandidate> planner_candidates(
                 "fewer microbatches than pipeline stages (the 1F1B pipeline would not fill)", 1);
           continue;
         }
-        for (int zero = 0; zero <= (D > 1 ? 3 : 0); ++zero) {
-          for (int ckpt = 0; ckpt <= 1; ++ckpt) {
-            for (int off_act = 0; off_act <= ckpt; ++off_act) {
-              for (int off_opt = 0; off_opt <= 1; ++off_opt) {
-                PlanCandidate c;
-                c.data = D, c.pipeline = P, c.tensor = T, c.microbatches = M;
-                c.zero_stage = zero;
-                c.checkpointing = ckpt != 0;
-                c.offload_activations = off_act != 0;
-                c.offload_optimizer = off_opt != 0;
-                out.push_back(c);
-              }
-            }
-          }
-        }
+        PlanCandidate c;
+        c.data = D, c.pipeline = P, c.tensor = T, c.microbatches = M;
+        add_memory_variants(c, &out);
       }
     }
   }

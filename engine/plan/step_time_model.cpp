@@ -1,23 +1,23 @@
 // step_time_model.cpp - see step_time_model.h.
 #include "engine/plan/step_time_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "engine/placement/placement.h"
 
 namespace plexus::engine {
 
 namespace {
 
-// World ranks of the groups of rank 0 in cluster order (rank = d*P*T + p*T + t).
-std::vector<int> data_group(const MemoryModelInput& in) {
-  std::vector<int> ranks;
-  for (int d = 0; d < in.data; ++d) ranks.push_back(d * in.pipeline * in.tensor);
-  return ranks;
-}
-
-std::vector<int> tensor_group(const MemoryModelInput& in) {
-  std::vector<int> ranks;
-  for (int t = 0; t < in.tensor; ++t) ranks.push_back(t);
-  return ranks;
+// The run's placement in cluster order (rank = d*|P|*|T| + p*|T| + t), as
+// PlanCandidate::placement() writes it, for the groups of rank 0.
+Placement cluster_placement(const MemoryModelInput& in) {
+  Placement placement =
+      parse_placement(fmt::format("D{}P{}T{}", in.data, in.pipeline, in.tensor));
+  resolve_placement(placement, in.data * in.pipeline * in.tensor, 0, 0);
+  return placement;
 }
 
 }  // namespace
@@ -28,6 +28,8 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   const bool ckpt = plan.checkpoint_every > 0;
   const int M = in.microbatches, P = in.pipeline;
   const int rows = in.global_batch / in.data / M;
+  const Placement placement = cluster_placement(in);
+  const std::vector<int> pipeline = placement.group_ranks(0, 'P');
   const size_t boundary = static_cast<size_t>(rows) * in.config.max_seq_len * in.config.n_embd;
 
   // Every collective also pays the synchronisation overhead among busy ranks, by the compute
@@ -37,7 +39,7 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   // Tensor-parallel allreduces of one block and of the ends, per microbatch.
   double block_tp = 0, ends_tp = 0;
   if (in.tensor > 1) {
-    const std::vector<int> group = tensor_group(in);
+    const std::vector<int> group = placement.group_ranks(0, 'T');
     if (probe.block_allreduces > 0) {
       const size_t each = static_cast<size_t>(probe.block_allreduce_floats /
                                               probe.block_allreduces);
@@ -56,7 +58,7 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   }
   // A stage's two messages per microbatch follow its forward and its backward.
   const double message =
-      P > 1 ? cost("sendrecv", boundary, {0, in.tensor}) + sync.at(block_compute / 2) : 0.0;
+      P > 1 ? cost("sendrecv", boundary, {pipeline[0], pipeline[1]}) + sync.at(block_compute / 2) : 0.0;
 
   StepTimePrediction out;
   double sum = 0, slowest = 0, slowest_compute = 0, slowest_tensor = 0;
@@ -85,7 +87,7 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
   for (const StageSizes& z : stages) {
     if (z.params > largest->params) largest = &z;
   }
-  const std::vector<int> data = data_group(in);
+  const std::vector<int> data = placement.group_ranks(0, 'D');
   const size_t shard = largest->shard;
   if (in.data > 1) {
     // One collective per unit (unit_collectives.h) or per bucket (the D plugin).
@@ -134,7 +136,7 @@ StepTimePrediction predict_step_time(const MemoryModelInput& in, const ProbeTime
                   (static_cast<double>(largest->params) + (ckpt ? 3 : 2) * gathered);
   }
   if (P > 1) {
-    out.data_s += cost("allreduce", stages.front().wte, {0, (P - 1) * in.tensor}) + sync.at(0);
+    out.data_s += cost("allreduce", stages.front().wte, {pipeline.front(), pipeline.back()}) + sync.at(0);
   }
   out.optimizer_s = static_cast<double>(plan.zero_stage > 0 ? shard : largest->params) *
                     adamw_s_per_element;

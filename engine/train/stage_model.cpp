@@ -92,10 +92,6 @@ void StageModel::Chunk::give_slot(int microbatch) {
   slot_of[microbatch] = -1;
 }
 
-int StageModel::activation_slots(int chunk) const {
-  return static_cast<int>(chunks_[chunk].slot_busy.size());
-}
-
 size_t StageModel::activation_count() const {
   return static_cast<size_t>(rows_ / microbatches_) * seq_ * config_.n_embd;
 }

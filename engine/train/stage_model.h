@@ -78,8 +78,6 @@ class StageModel {
   const plx_stage_ops_t* stage_ops();
   // Mean over the step's microbatches of their losses, on the rank holding the head; 0 elsewhere.
   double mean_loss() const;
-  // Activation slots chunk c has made so far: the most microbatches it held at once.
-  int activation_slots(int chunk) const;
 
   // Loss of one batch (rows, seq) through every chunk, forward only; meaningful on the rank
   // holding the head (0 elsewhere). Throws CommFailure.

@@ -252,10 +252,10 @@ int main(int argc, char** argv) {
                                                : ("'" + t.placement + "'").c_str());
     return 2;
   }
-  for (const char* degree : {"--pipeline-degree", "--tensor-degree"}) {
-    const int value = degree[2] == 'p' ? t.pipeline_degree : t.tensor_degree;
-    if (app.count(degree) > 0 && value < 1) {
-      std::fprintf(stderr, "plexus-train: %s %d must be at least 1\n", degree, value);
+  for (const auto& [option, value] : {std::pair{"--pipeline-degree", t.pipeline_degree},
+                                      std::pair{"--tensor-degree", t.tensor_degree}}) {
+    if (app.count(option) > 0 && value < 1) {
+      std::fprintf(stderr, "plexus-train: %s %d must be at least 1\n", option, value);
       return 2;
     }
   }
