@@ -8,7 +8,11 @@
 # Compiles through ccache (scripts/ccache.sh; PLEXUS_CCACHE=0 turns it off).
 # Usage: scripts/setup.sh [--main-job]   (BUILD_DIR and CMAKE_ARGS may be set in the environment)
 #   --main-job  builds only what the main job runs (target plexus_main_job: the library, the
-#               plugins, plexus-run, plexus-train); the tests and benchmarks are left for test.sh
+#               plugins, plexus-run, plexus-train); the tests and benchmarks are left for test.sh.
+#               On a new build folder where no GPU driver is present (no libcuda.so.1 known to
+#               the loader, no /dev/nvidiactl) it also leaves out the CUDA code, which nothing
+#               could run there; the next full set-up (test.sh, CI) of that folder compiles it
+#               when a toolkit is installed. PLEXUS_CUDA in CMAKE_ARGS overrides both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ${1:-} in
@@ -43,9 +47,23 @@ fi
 
 BUILD_DIR=${BUILD_DIR:-build}
 source scripts/ccache.sh
+# CUDA: the main job's first configure of a build folder on a host without a GPU driver leaves
+# the CUDA code out (and says so in a marker file); the next full set-up of that folder turns it
+# back to AUTO. Any other configure keeps what the folder has. CMAKE_ARGS comes later and wins.
+cuda_arg=()
+marker=$BUILD_DIR/.main-job-without-cuda
+if [[ ${1:-} == --main-job && ! -f $BUILD_DIR/CMakeCache.txt && ! -e /dev/nvidiactl ]] &&
+   ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  cuda_arg=(-DPLEXUS_CUDA=OFF)
+  mkdir -p "$BUILD_DIR" && touch "$marker"
+  echo "setup: no GPU driver here: the main job is built without its CUDA code"
+elif [[ ${1:-} != --main-job && -f $marker ]]; then
+  cuda_arg=(-DPLEXUS_CUDA=AUTO)
+  rm -f "$marker"
+fi
 # shellcheck disable=SC2086  # CMAKE_ARGS is a list of words
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${COMPILER_LAUNCHER[@]}" ${CMAKE_ARGS:-} \
-  >/dev/null
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${COMPILER_LAUNCHER[@]}" \
+  "${cuda_arg[@]+"${cuda_arg[@]}"}" ${CMAKE_ARGS:-} >/dev/null
 targets=()
 [[ ${1:-} == --main-job ]] && targets=(--target plexus_main_job)
 cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}"
