@@ -71,7 +71,7 @@ has() { [[ ,$stages, == *",$1,"* ]]; }
 if has first-step; then
   start=$SECONDS
   log=$WORK/first-step.log
-  setsid scripts/train-moby-dick.sh --time-limit 120 >"$log" 2>&1 &
+  setsid scripts/train-moby-dick.sh >"$log" 2>&1 &
   job_pid=$!
   seen=0
   while kill -0 "$job_pid" 2>/dev/null; do
