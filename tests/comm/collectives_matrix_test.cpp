@@ -74,11 +74,11 @@
 #include "tests/comm/collective_reference.h"
 #include "tests/comm/shm_available.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
 
-namespace fs = std::filesystem;
 using comm::Collective;
 
 // ---- The cases ------------------------------------------------------------------------------
@@ -918,24 +918,6 @@ int matrix_rank(int rank, int n, const std::string& world, const char* provider,
   return finish_rank(rank, comm, failures);
 }
 
-// A fresh directory (the cost-model cache of one world), removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/plexus-matrix-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    path_ = made ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 using Param = std::tuple<std::string, int>;  // transport (shm, tcp, ucx), world size
 
 class CollectivesMatrix : public ::testing::TestWithParam<Param> {};
@@ -950,7 +932,7 @@ TEST_P(CollectivesMatrix, EveryCollectiveAlgorithmDatatypeOpCountAndLayout) {
   for (const Case& c : cases) allreduce_cases += c.kind == Kind::Allreduce;
   SharedBoard board(n, allreduce_cases);
   ASSERT_TRUE(board.ok()) << "mmap of the shared board failed";
-  TempDir cache;
+  TempDir cache("plexus-matrix");  // the cost-model cache of one world
   ASSERT_FALSE(cache.path().empty()) << "mkdtemp failed";
 
   EnvList env = {{"PLEXUS_TIMEOUT_MS", "60000"},

@@ -25,50 +25,16 @@
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"
 #include "comm/tuning/measure.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/thread_transport.h"
+#include "tests/topology/scoped_env.h"
 
 namespace plexus::comm {
 namespace {
 
 using A = AlgorithmId;
 using C = Collective;
-
-// Sets (or unsets, with nullopt) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-// A fresh folder under the system temp dir, removed with its contents at the end of the scope.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "plexus-cost-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data()) ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::ScopedEnv;
 
 constexpr CostParams kUnits{10, 1, 0.5};  // alpha, beta, gamma in abstract units
 
@@ -416,7 +382,7 @@ TEST(CostCacheTest, FolderAndFileName) {
 }
 
 TEST(CostCacheTest, RoundTripAndRejectedFiles) {
-  TempDir dir;
+  test::TempDir dir("plexus-cost");
   ASSERT_FALSE(dir.path().empty());
   const std::string path = dir.path() + "/sub/cost.json";
   const CostParams written{2.9e-6, 2.1e-10, 0.1 / 3 * 1e-9};
@@ -516,7 +482,7 @@ TEST(MeasureTest, EveryRankGetsRankZerosMeasurement) {
 }
 
 TEST(LoadOrMeasureTest, CostModelVariableSkipsMeasurement) {
-  TempDir dir;
+  test::TempDir dir("plexus-cost");
   ScopedEnv cache("PLEXUS_CACHE_DIR", dir.path());
   ScopedEnv model("PLEXUS_COST_MODEL", "2.5,0.1,0.05");
   std::vector<plx_result_t> results;
@@ -549,7 +515,7 @@ TEST(LoadOrMeasureTest, MalformedCostModelFailsOnEveryRankWithoutHanging) {
 }
 
 TEST(LoadOrMeasureTest, MeasuresOnceThenLoadsAndReplacesACorruptFile) {
-  TempDir dir;
+  test::TempDir dir("plexus-cost");
   ScopedEnv cache("PLEXUS_CACHE_DIR", dir.path() + "/plexus");
   ScopedEnv model("PLEXUS_COST_MODEL", std::nullopt);
   const std::string path = dir.path() + "/plexus/cost-node_7-thread.json";
@@ -591,7 +557,7 @@ TEST(LoadOrMeasureTest, MeasuresOnceThenLoadsAndReplacesACorruptFile) {
 }
 
 TEST(LoadOrMeasureTest, OneRankUsesTheCacheOrDefaults) {
-  TempDir dir;
+  test::TempDir dir("plexus-cost");
   ScopedEnv cache("PLEXUS_CACHE_DIR", dir.path());
   ScopedEnv model("PLEXUS_COST_MODEL", std::nullopt);
   test::ThreadWorld world(1);

@@ -28,6 +28,7 @@
 #include "plexus/plexus.h"
 #include "tests/comm/collective_calls.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/shm_segments.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
@@ -70,59 +71,20 @@ std::vector<Call> calls() {
   return out;
 }
 
-// True when a peer-memory segment is mapped in this process (its unlinked name stays in the map).
-bool segment_mapped() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("/plexus_") != std::string::npos && line.find("_pm_") != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Pids of a world's ranks in memory shared with the test process, to find their /dev/shm names.
-class PidBoard {
- public:
-  explicit PidBoard(int n) : n_(n) {
-    void* p = mmap(nullptr, sizeof(pid_t) * n, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pids_ = p == MAP_FAILED ? nullptr : static_cast<pid_t*>(p);
-    for (int r = 0; pids_ && r < n; ++r) pids_[r] = 0;
-  }
-  ~PidBoard() {
-    if (pids_) munmap(pids_, sizeof(pid_t) * n_);
-  }
-  void record(int rank) {
-    if (pids_) pids_[rank] = getpid();
-  }
-  // /dev/shm names a rank of the world made that are still there.
-  std::vector<std::string> leftovers() const {
-    std::vector<std::string> left;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-      const std::string name = entry.path().filename().string();
-      for (int r = 0; pids_ && r < n_; ++r) {
-        if (pids_[r] != 0 && name.rfind("plexus_" + std::to_string(pids_[r]) + "_pm_", 0) == 0) {
-          left.push_back(name);
-        }
-      }
-    }
-    return left;
-  }
-
- private:
-  int n_;
-  pid_t* pids_;
-};
-
 EnvList env(int timeout_ms = 60000) {
   EnvList e = transport_env("tcp", timeout_ms);
   e.push_back({"FI_TCP_IFACE", "lo"});  // emulated hosts, real loopback
   e.push_back({"PLEXUS_CHUNK_BYTES", "4096"});
   e.push_back({"PLEXUS_CHECK_ARGS", "0"});
   return e;
+}
+
+// Puts this rank on its emulated host: its PLEXUS_HOST_ID, and no launcher local rank or size,
+// so that the communicator counts them from the host ids.
+void join_host(const World& world, int rank) {
+  setenv("PLEXUS_HOST_ID", world.hosts[rank].c_str(), 1);
+  unsetenv("PLEXUS_LOCAL_RANK");
+  unsetenv("PLEXUS_LOCAL_WORLD_SIZE");
 }
 
 // Runs body on every rank of `world` (own host id, then the world communicator), and checks
@@ -134,9 +96,7 @@ void run_world(const World& world, const EnvList& environment,
       world.size(),
       [&](int rank) {
         board.record(rank);
-        setenv("PLEXUS_HOST_ID", world.hosts[rank].c_str(), 1);
-        unsetenv("PLEXUS_LOCAL_RANK");  // let the communicator count from the host ids
-        unsetenv("PLEXUS_LOCAL_WORLD_SIZE");
+        join_host(world, rank);
         OwnedComm comm;
         std::string why = open_world(world.size(), &comm);
         if (why.empty()) why = body(rank, comm.get());
@@ -194,9 +154,7 @@ TEST(HierarchicalShmDisabled, ShmZeroOnOneRankLeavesEveryHostWithout) {
       4,
       [&](int rank) {
         board.record(rank);
-        setenv("PLEXUS_HOST_ID", k2x2.hosts[rank].c_str(), 1);
-        unsetenv("PLEXUS_LOCAL_RANK");
-        unsetenv("PLEXUS_LOCAL_WORLD_SIZE");
+        join_host(k2x2, rank);
         if (rank == 3) setenv("PLEXUS_SHM", "0", 1);
         OwnedComm comm;
         std::string why = open_world(4, &comm);
@@ -218,9 +176,7 @@ TEST(HierarchicalShmFailure, DeadHostPeerGivesAnErrorNotAHang) {
       4,
       [&](int rank) {
         board.record(rank);
-        setenv("PLEXUS_HOST_ID", k2x2.hosts[rank].c_str(), 1);
-        unsetenv("PLEXUS_LOCAL_RANK");
-        unsetenv("PLEXUS_LOCAL_WORLD_SIZE");
+        join_host(k2x2, rank);
         OwnedComm comm;
         std::string why = open_world(4, &comm);
         if (why.empty()) {

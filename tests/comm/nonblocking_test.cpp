@@ -28,6 +28,7 @@
 #include "plexus/plexus.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 namespace {
@@ -193,24 +194,6 @@ bool wait_for_files(const std::string& dir, const std::string& stage, int n, int
   }
   return true;
 }
-
-// A fresh folder for one test's signal files, removed at the end.
-class SignalDir {
- public:
-  SignalDir() {
-    char pattern[] = "/tmp/plexus-nonblocking-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    path_ = made ? made : "/tmp";
-  }
-  ~SignalDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // plx_test: argument errors, "not done" while the last rank holds the operations back (it
 // waits for every other rank's signal file first), then polling until done.
@@ -485,7 +468,8 @@ class RequestTest : public RankCaseTest {};
 
 TEST_P(RequestTest, PollWaitFromThreadsCompleteInOrderAndFlushOnDestroy) {
   const int n = GetParam().ranks;
-  SignalDir dir;
+  TempDir dir("plexus-nonblocking");  // this test's signal files
+  ASSERT_FALSE(dir.path().empty()) << "mkdtemp failed";
   const std::string signals = dir.path();
   run([n, signals](int rank) {
     return rank_result(rank, [&]() -> std::string {

@@ -40,6 +40,7 @@
 #include "comm/tuning/cost_shape.h"
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/shm_segments.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
@@ -171,18 +172,6 @@ std::vector<Call> shm_calls(int n) {
   return calls;
 }
 
-// True when a peer-memory segment is mapped in this process (its unlinked name stays in the map).
-bool segment_mapped() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("/plexus_") != std::string::npos && line.find("_pm_") != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string run_forced(plx_comm_t comm, const std::string& what) {
   std::string why = expect_success(plx_comm_set_algorithm(comm, kForceShm), what);
   int n = 0;
@@ -201,39 +190,6 @@ std::string run_forced(plx_comm_t comm, const std::string& what) {
   }
   return why;
 }
-
-// Pids of a world's ranks, written by each rank into memory shared with the test process.
-class PidBoard {
- public:
-  explicit PidBoard(int n) : n_(n) {
-    void* p = mmap(nullptr, sizeof(pid_t) * n, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pids_ = p == MAP_FAILED ? nullptr : static_cast<pid_t*>(p);
-    for (int r = 0; pids_ && r < n; ++r) pids_[r] = 0;
-  }
-  ~PidBoard() {
-    if (pids_) munmap(pids_, sizeof(pid_t) * n_);
-  }
-  void record(int rank) { pids_[rank] = getpid(); }
-  // /dev/shm names a world's rank created that are still there.
-  std::vector<std::string> leftovers() const {
-    std::vector<std::string> left;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-      const std::string name = entry.path().filename().string();
-      for (int r = 0; r < n_; ++r) {
-        if (pids_[r] != 0 && name.rfind("plexus_" + std::to_string(pids_[r]) + "_pm_", 0) == 0) {
-          left.push_back(name);
-        }
-      }
-    }
-    return left;
-  }
-
- private:
-  int n_;
-  pid_t* pids_;
-};
 
 EnvList shm_env(int timeout_ms = 60000) {
   EnvList env = transport_env(shm_available() ? "shm" : "tcp", timeout_ms);

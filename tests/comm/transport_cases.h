@@ -8,9 +8,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <ostream>
@@ -20,6 +19,7 @@
 #include "plexus/plexus.h"
 #include "tests/comm/shm_available.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace plexus::test {
 
@@ -50,20 +50,8 @@ inline std::vector<RankCase> rank_cases(std::initializer_list<int> sizes) {
 // A folder for PLEXUS_CACHE_DIR, made once per test process and removed at its exit (forked
 // ranks leave with _exit, so only the test process removes it).
 inline const std::string& scratch_cache_dir() {
-  struct Folder {
-    Folder() {
-      char pattern[] = "/tmp/plexus-test-cache-XXXXXX";
-      const char* made = mkdtemp(pattern);
-      path = made ? made : "";
-    }
-    ~Folder() {
-      std::error_code ignored;
-      if (!path.empty()) std::filesystem::remove_all(path, ignored);
-    }
-    std::string path;
-  };
-  static const Folder folder;
-  return folder.path;
+  static const TempDir folder("plexus-test-cache");
+  return folder.path();
 }
 
 // The environment of every rank of a case. timeout_ms bounds each wait, so a failing case ends.
@@ -160,6 +148,32 @@ inline std::string open_world(int n, OwnedComm* comm) {
 // A rank body's "" or failure as the exit code run_ranks wants (0 or 1).
 inline int rank_result(int rank, const std::string& why) {
   return why.empty() ? 0 : rank_failure(rank, why);
+}
+
+// Runs body(world, rank) on n ranks with `env`, each rank on its world communicator, and expects
+// every rank to pass. The body returns "" or what failed; a failure or an exception aborts the
+// world (so that the other ranks fail fast) and fails the rank.
+inline void expect_ranks_pass(int n, const EnvList& env,
+                              const std::function<std::string(plx_comm_t world, int rank)>& body,
+                              double limit_s = 120.0) {
+  const auto outcomes = run_ranks(
+      n,
+      [&](int rank) {
+        OwnedComm world;
+        std::string why = open_world(n, &world);
+        if (why.empty()) {
+          try {
+            why = body(world.get(), rank);
+          } catch (const std::exception& e) {
+            why = e.what();
+          }
+        }
+        if (why.empty()) why = world.destroy("world");
+        return rank_result(rank, why);
+      },
+      limit_s, env);
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
 
 // Base of the parameterized tests: skips a transport that does not work on this host, and runs

@@ -30,13 +30,16 @@
 #include "comm/tuning/cost_model.h"
 #include "comm/tuning/cost_shape.h"
 #include "comm/tuning/measure.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/thread_transport.h"
+#include "tests/topology/scoped_env.h"
 
 namespace plexus::comm {
 namespace {
 
 using A = AlgorithmId;
 using C = Collective;
+using test::ScopedEnv;
 using Ids = std::vector<std::string>;
 
 HostLayout layout_of(const Ids& ids) { return host_layout(ids); }
@@ -344,25 +347,8 @@ TEST(TwoLevelCacheTest, FiveValuesGiveBothLevels) {
   EXPECT_NE(std::string(last_error()).find("6 values given"), std::string::npos) << last_error();
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "plexus-two-level-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data()) ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 TEST(TwoLevelCacheTest, FileKeepsTheInterHostValuesAndRejectsHalfOfThem) {
-  TempDir dir;
+  test::TempDir dir("plexus-two-level");
   ASSERT_FALSE(dir.path().empty());
   const std::string path = dir.path() + "/cost.json";
   std::string why;
@@ -430,25 +416,8 @@ TEST(TwoLevelMeasureTest, EveryLayoutMeasuresBothLevels) {
   EXPECT_FALSE(params[0].two_level());
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(TwoLevelMeasureTest, OneLevelCacheFileIsMeasuredAgainAcrossHosts) {
-  TempDir dir;
+  test::TempDir dir("plexus-two-level");
   ScopedEnv cache("PLEXUS_CACHE_DIR", dir.path());
   ScopedEnv model("PLEXUS_COST_MODEL", std::nullopt);
   const std::string path = dir.path() + "/" + cost_cache_file_name("h", "thread");

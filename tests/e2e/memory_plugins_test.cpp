@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "engine/model/gpt_shard.h"
-#include "engine/train/checkpoint.h"
 #include "tests/e2e/metrics_losses.h"
+#include "tests/e2e/one_process_match.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -41,13 +41,7 @@ class MemoryPlugins : public ::testing::Test {
   // The model of placement_matrix_test.cpp: 6 blocks x 32 dims x 2 heads, context 16, global
   // batch 8.
   static engine::GptConfig config() {
-    engine::GptConfig c;
-    c.vocab_size = 256;
-    c.max_seq_len = 16;
-    c.n_layer = 6;
-    c.n_head = 2;
-    c.n_embd = 32;
-    return c;
+    return {.vocab_size = 256, .max_seq_len = 16, .n_layer = 6, .n_head = 2, .n_embd = 32};
   }
   static std::vector<std::string> train_args(const std::string& name, const std::string& steps,
                                              const std::vector<std::string>& extra) {
@@ -85,12 +79,6 @@ class MemoryPlugins : public ::testing::Test {
     return metrics_losses(metrics(name));
   }
 
-  static std::vector<float> saved_params(const std::string& name) {
-    engine::Checkpoint ck = engine::load_checkpoint(params(name));
-    const std::vector<float>* p = ck.find("params");
-    return p ? *p : std::vector<float>{};
-  }
-
   // The single-process reference and plain D2, trained once for the whole suite.
   static void references() {
     if (!fs::exists(metrics("one"))) {
@@ -102,12 +90,7 @@ class MemoryPlugins : public ::testing::Test {
   static inline CorpusFolder corpus_;
 };
 
-struct Case {
-  std::string name;
-  int ranks;
-  std::vector<std::string> args;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-};
+using Case = OneProcessCase;
 
 class MemoryPluginLosses : public MemoryPlugins, public ::testing::WithParamInterface<Case> {};
 
@@ -118,26 +101,8 @@ TEST_P(MemoryPluginLosses, LossesAndParametersEqualOneProcess) {
   args.insert(args.end(), {"--save-params", params(c.name)});
   const std::string out = train(c.name, c.ranks, "20", args);
   EXPECT_THAT(out, HasSubstr("plexus-train: memory: ")) << "the plan is printed";
-  const std::vector<double> a = losses("one"), b = losses(c.name);
-  ASSERT_EQ(a.size(), 20u);
-  ASSERT_EQ(b.size(), 20u) << out;
-  EXPECT_LT(a.back(), a.front() - 0.5) << "the model did not learn";
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_LE(std::fabs(a[i] - b[i]) / std::fabs(a[i]), 1e-4)
-        << "step " << i + 1 << ": one process " << a[i] << ", " << c.name << " " << b[i];
-  }
-  const std::vector<float> p = saved_params("one"), q = saved_params(c.name);
-  ASSERT_EQ(p.size(), q.size());
-  ASSERT_GT(p.size(), 80000u);
-  // As placement_matrix_test.cpp: 1e-4 relative, plus 1e-5 absolute for parameters whose tiny
-  // gradients make AdamW move them by about lr whatever their rounding.
-  size_t bad = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (std::fabs(p[i] - q[i]) > 1e-4 * std::fabs(p[i]) + 1e-5 && ++bad <= 5) {
-      ADD_FAILURE() << c.name << ": parameter " << i << ": one process " << p[i] << ", " << q[i];
-    }
-  }
-  EXPECT_EQ(bad, 0u) << c.name << ": parameters that differ";
+  expect_as_one_process({metrics("one"), params("one")}, c.name,
+                        {metrics(c.name), params(c.name)}, out);
 }
 
 // Each plugin with D2 and with D2P2 or D2T2 (alternating), plus everything at once.

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/checkpoint.h"
 #include "tests/e2e/metrics_losses.h"
+#include "tests/e2e/one_process_match.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
 
@@ -59,12 +59,6 @@ class PlacementMatrix : public ::testing::Test {
     return metrics_losses(metrics(name));
   }
 
-  static std::vector<float> saved_params(const std::string& name) {
-    engine::Checkpoint ck = engine::load_checkpoint(params(name));
-    const std::vector<float>* p = ck.find("params");
-    return p ? *p : std::vector<float>{};
-  }
-
   // The single-process reference, trained once for the whole suite.
   static void reference() {
     if (!fs::exists(metrics("one"))) train("one", 1, {"--placement", "D"});
@@ -73,12 +67,7 @@ class PlacementMatrix : public ::testing::Test {
   static inline CorpusFolder corpus_;
 };
 
-struct Case {
-  std::string name;
-  int ranks;
-  std::vector<std::string> args;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-};
+using Case = OneProcessCase;
 
 class PlacementEquivalence : public PlacementMatrix, public ::testing::WithParamInterface<Case> {};
 
@@ -86,30 +75,8 @@ TEST_P(PlacementEquivalence, LossesAndParametersEqualOneProcess) {
   reference();
   const Case& c = GetParam();
   train(c.name, c.ranks, c.args);
-  const std::vector<double> a = losses("one"), b = losses(c.name);
-  ASSERT_EQ(a.size(), 20u);
-  ASSERT_EQ(b.size(), 20u);
-  EXPECT_LT(a.back(), a.front() - 0.5) << "the model did not learn";
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_LE(std::fabs(a[i] - b[i]) / std::fabs(a[i]), 1e-4)
-        << "step " << i + 1 << ": one process " << a[i] << ", " << c.name << " " << b[i];
-  }
-  const std::vector<float> p = saved_params("one"), q = saved_params(c.name);
-  ASSERT_EQ(p.size(), q.size());
-  ASSERT_GT(p.size(), 80000u);
-  // AdamW divides by the root of the second moment, so a parameter whose gradients are tiny
-  // moves by about lr per step whatever their rounding: next to the 1e-4 relative bound, allow an
-  // absolute 1e-5 (1% of one step at lr 1e-3).
-  size_t bad = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (std::fabs(p[i] - q[i]) > 1e-4 * std::fabs(p[i]) + 1e-5) {
-      if (++bad <= 5) {
-        ADD_FAILURE() << c.name << ": parameter " << i << ": one process " << p[i] << ", "
-                      << q[i];
-      }
-    }
-  }
-  EXPECT_EQ(bad, 0u) << c.name << ": parameters that differ";
+  expect_as_one_process({metrics("one"), params("one")}, c.name,
+                        {metrics(c.name), params(c.name)});
 }
 
 INSTANTIATE_TEST_SUITE_P(

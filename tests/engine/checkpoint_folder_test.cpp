@@ -36,13 +36,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 GptConfig tiny_config() {
-  GptConfig c;
-  c.vocab_size = 11;
-  c.max_seq_len = 4;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  return c;
+  return {.vocab_size = 11, .max_seq_len = 4, .n_layer = 2, .n_head = 2, .n_embd = 8};
 }
 
 // One section `params` of the whole model, value = offset + bias, split over `ranks` files.

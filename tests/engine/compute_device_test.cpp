@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,34 +56,35 @@ std::string expected_no_cuda_prefix() {
   return "";
 }
 
-TEST(ComputeDevice, ParsesTheTwoDevicesAndRejectsAnythingElse) {
-  ComputeDevice d = ComputeDevice::kCuda;
-  EXPECT_TRUE(parse_compute_device("cpu", &d));
-  EXPECT_EQ(d, ComputeDevice::kCpu);
-  EXPECT_TRUE(parse_compute_device("cuda", &d));
-  EXPECT_EQ(d, ComputeDevice::kCuda);
-  for (const char* bad : {"gpu", "CUDA", "", "cuda:0", "cpu "}) {
-    d = ComputeDevice::kCpu;
-    EXPECT_FALSE(parse_compute_device(bad, &d)) << "'" << bad << "'";
-    EXPECT_EQ(d, ComputeDevice::kCpu) << "'" << bad << "' changed the output";
+// A parser of a two-valued option and its name function: `parse` takes each name to its value
+// (from the other value), `name` gives the names back, and every bad text is refused with the
+// output left as it was.
+template <typename T>
+void expect_two_names(bool (*parse)(std::string_view, T*), const char* (*name)(T),
+                      std::pair<const char*, T> first, std::pair<const char*, T> second,
+                      std::initializer_list<const char*> bad_texts) {
+  T out = second.second;
+  EXPECT_TRUE(parse(first.first, &out));
+  EXPECT_EQ(out, first.second);
+  EXPECT_TRUE(parse(second.first, &out));
+  EXPECT_EQ(out, second.second);
+  for (const char* bad : bad_texts) {
+    out = first.second;
+    EXPECT_FALSE(parse(bad, &out)) << "'" << bad << "'";
+    EXPECT_EQ(out, first.second) << "'" << bad << "' changed the output";
   }
-  EXPECT_STREQ(compute_device_name(ComputeDevice::kCpu), "cpu");
-  EXPECT_STREQ(compute_device_name(ComputeDevice::kCuda), "cuda");
+  EXPECT_STREQ(name(first.second), first.first);
+  EXPECT_STREQ(name(second.second), second.first);
+}
+
+TEST(ComputeDevice, ParsesTheTwoDevicesAndRejectsAnythingElse) {
+  expect_two_names(parse_compute_device, compute_device_name, {"cpu", ComputeDevice::kCpu},
+                   {"cuda", ComputeDevice::kCuda}, {"gpu", "CUDA", "", "cuda:0", "cpu "});
 }
 
 TEST(ComputeDevice, ParsesTheAutocastModes) {
-  Autocast a = Autocast::kBf16;
-  EXPECT_TRUE(parse_autocast("none", &a));
-  EXPECT_EQ(a, Autocast::kNone);
-  EXPECT_TRUE(parse_autocast("bf16", &a));
-  EXPECT_EQ(a, Autocast::kBf16);
-  for (const char* bad : {"fp16", "BF16", "", "bfloat16"}) {
-    a = Autocast::kNone;
-    EXPECT_FALSE(parse_autocast(bad, &a)) << "'" << bad << "'";
-    EXPECT_EQ(a, Autocast::kNone);
-  }
-  EXPECT_STREQ(autocast_name(Autocast::kNone), "none");
-  EXPECT_STREQ(autocast_name(Autocast::kBf16), "bf16");
+  expect_two_names(parse_autocast, autocast_name, {"none", Autocast::kNone},
+                   {"bf16", Autocast::kBf16}, {"fp16", "BF16", "", "bfloat16"});
 }
 
 TEST(ComputeDevice, CpuIsTheDefaultAndSelectsWithoutAutocast) {

@@ -16,17 +16,7 @@ namespace {
 
 // vocab 13: padded to 14 for tp 2 and to 16 for tp 4, so the last wte slices carry padding rows.
 GptConfig small_config() {
-  GptConfig c;
-  c.vocab_size = 13;
-  c.max_seq_len = 8;
-  c.n_layer = 4;
-  c.n_head = 4;
-  c.n_embd = 16;
-  return c;
-}
-
-ShardSpec spec(int first, int last, bool embed, bool head, int tp, int rank) {
-  return ShardSpec{first, last, embed, head, tp, rank};
+  return {.vocab_size = 13, .max_seq_len = 8, .n_layer = 4, .n_head = 4, .n_embd = 16};
 }
 
 size_t shard_size(const std::vector<ShardTensor>& tensors) {
@@ -51,7 +41,7 @@ std::vector<ShardSpec> placement_specs(int chunks, int tp, int n_layer) {
   const int per = n_layer / chunks;
   for (int c = 0; c < chunks; ++c) {
     for (int t = 0; t < tp; ++t) {
-      specs.push_back(spec(c * per, (c + 1) * per, c == 0, c == chunks - 1, tp, t));
+      specs.push_back({c * per, (c + 1) * per, c == 0, c == chunks - 1, tp, t});
     }
   }
   return specs;
@@ -104,20 +94,20 @@ TEST_P(FullRunsApply, EqualsScatterAndExtract) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shards, FullRunsApply,
-    ::testing::Values(Case{"whole", spec(0, 4, true, true, 1, 0)},
-                      Case{"first_chunk", spec(0, 2, true, false, 1, 0)},
-                      Case{"middle_chunk", spec(1, 3, false, false, 1, 0)},
-                      Case{"last_chunk", spec(2, 4, false, true, 1, 0)},
-                      Case{"tp2_rank0", spec(0, 4, true, true, 2, 0)},
-                      Case{"tp2_rank1_padded", spec(0, 4, true, true, 2, 1)},
-                      Case{"tp4_rank2", spec(0, 4, true, true, 4, 2)},
-                      Case{"tp4_rank3_padded", spec(0, 4, true, true, 4, 3)},
-                      Case{"tp2_last_chunk_padded", spec(2, 4, false, true, 2, 1)}),
+    ::testing::Values(Case{"whole", {0, 4, true, true, 1, 0}},
+                      Case{"first_chunk", {0, 2, true, false, 1, 0}},
+                      Case{"middle_chunk", {1, 3, false, false, 1, 0}},
+                      Case{"last_chunk", {2, 4, false, true, 1, 0}},
+                      Case{"tp2_rank0", {0, 4, true, true, 2, 0}},
+                      Case{"tp2_rank1_padded", {0, 4, true, true, 2, 1}},
+                      Case{"tp4_rank2", {0, 4, true, true, 4, 2}},
+                      Case{"tp4_rank3_padded", {0, 4, true, true, 4, 3}},
+                      Case{"tp2_last_chunk_padded", {2, 4, false, true, 2, 1}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(FullRuns, WholeModelIsOneRun) {
   const GptConfig config = small_config();
-  const std::vector<FullRun> runs = full_runs(shard_tensors(config, spec(0, 4, true, true, 1, 0)));
+  const std::vector<FullRun> runs = full_runs(shard_tensors(config, {0, 4, true, true, 1, 0}));
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0], (FullRun{0, 0, full_num_params(config)}));
 }
@@ -125,7 +115,7 @@ TEST(FullRuns, WholeModelIsOneRun) {
 TEST(FullRuns, PaddingRowsMapNowhere) {
   const GptConfig config = small_config();
   // tp 4: Vp = 16, 4 rows per rank; rank 3 holds row 12 only, rows 13-15 are padding.
-  const std::vector<ShardTensor> tensors = shard_tensors(config, spec(0, 4, true, true, 4, 3));
+  const std::vector<ShardTensor> tensors = shard_tensors(config, {0, 4, true, true, 4, 3});
   const std::vector<FullRun> runs = full_runs(tensors);
   ASSERT_EQ(tensors[0].name, "wte");
   ASSERT_FALSE(runs.empty());
@@ -172,7 +162,7 @@ TEST(FullRuns, ClipKeepsTheMapping) {
   EXPECT_EQ(run_elements(runs), 19u);
   // Splitting a shard's runs in D shares loses and duplicates nothing.
   const GptConfig config = small_config();
-  const std::vector<ShardTensor> tensors = shard_tensors(config, spec(0, 4, true, true, 2, 1));
+  const std::vector<ShardTensor> tensors = shard_tensors(config, {0, 4, true, true, 2, 1});
   const std::vector<FullRun> all = full_runs(tensors);
   const size_t n = shard_size(tensors);
   size_t total = 0;

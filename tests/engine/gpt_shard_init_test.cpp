@@ -24,13 +24,8 @@ constexpr int64_t kFloat = 4;  // bytes
 constexpr float kUntouched = 42.0f;
 
 GptConfig test_config() {
-  GptConfig c;
-  c.vocab_size = 251;  // odd: tp 2 pads the vocabulary
-  c.max_seq_len = 8;
-  c.n_layer = 4;
-  c.n_head = 4;
-  c.n_embd = 16;
-  return c;
+  // vocabulary 251 is odd: tp 2 pads it
+  return {.vocab_size = 251, .max_seq_len = 8, .n_layer = 4, .n_head = 4, .n_embd = 16};
 }
 
 // The tensor ops a tp_degree > 1 shard needs to exist; init calls none of them.

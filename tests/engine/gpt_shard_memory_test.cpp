@@ -22,13 +22,7 @@ constexpr uint64_t kSeed = 99;
 constexpr int64_t kFloat = 4;  // bytes
 
 GptConfig test_config(int layers) {
-  GptConfig c;
-  c.vocab_size = 250;
-  c.max_seq_len = 8;
-  c.n_layer = layers;
-  c.n_head = 4;
-  c.n_embd = 16;
-  return c;
+  return {.vocab_size = 250, .max_seq_len = 8, .n_layer = layers, .n_head = 4, .n_embd = 16};
 }
 
 // Floats of the pieces, from the shapes (tp 1): B rows of T tokens, width C, NH heads, V rows.

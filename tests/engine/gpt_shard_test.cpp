@@ -30,13 +30,7 @@ constexpr double kRelTol = 1e-5;
 constexpr uint64_t kSeed = 1234;
 
 GptConfig test_config(int vocab = 250, int layers = 6) {
-  GptConfig c;
-  c.vocab_size = vocab;
-  c.max_seq_len = 8;
-  c.n_layer = layers;
-  c.n_head = 4;
-  c.n_embd = 16;
-  return c;
+  return {.vocab_size = vocab, .max_seq_len = 8, .n_layer = layers, .n_head = 4, .n_embd = 16};
 }
 
 // B rows of T tokens; targets random except position 2 of every row, ignored (-1), so every

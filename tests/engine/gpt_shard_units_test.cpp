@@ -21,13 +21,7 @@ namespace {
 constexpr uint64_t kSeed = 4321;
 
 GptConfig test_config(int layers) {
-  GptConfig c;
-  c.vocab_size = 250;
-  c.max_seq_len = 8;
-  c.n_layer = layers;
-  c.n_head = 4;
-  c.n_embd = 16;
-  return c;
+  return {.vocab_size = 250, .max_seq_len = 8, .n_layer = layers, .n_head = 4, .n_embd = 16};
 }
 
 TensorParallelOps no_ops() {

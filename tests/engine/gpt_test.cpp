@@ -19,13 +19,7 @@ namespace plexus::engine {
 namespace {
 
 GptConfig tiny_config() {
-  GptConfig c;
-  c.vocab_size = 13;
-  c.max_seq_len = 6;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  return c;
+  return {.vocab_size = 13, .max_seq_len = 6, .n_layer = 2, .n_head = 2, .n_embd = 8};
 }
 
 std::vector<int32_t> random_tokens(size_t n, int V, uint64_t seed) {
@@ -99,8 +93,7 @@ double sample_std(const float* p, size_t n) {
 }
 
 TEST(Gpt, InitFollowsGpt2AndIsDeterministic) {
-  GptConfig c;
-  c.vocab_size = 256, c.max_seq_len = 64, c.n_layer = 4, c.n_head = 4, c.n_embd = 64;
+  const GptConfig c{.vocab_size = 256, .max_seq_len = 64, .n_layer = 4, .n_head = 4, .n_embd = 64};
   Gpt a(c), b(c), other(c);
   a.init_parameters(1234);
   b.init_parameters(1234);
@@ -132,8 +125,7 @@ TEST(Gpt, InitFollowsGpt2AndIsDeterministic) {
 }
 
 TEST(Gpt, LossAtInitIsNearLogV) {
-  GptConfig c;
-  c.vocab_size = 256, c.max_seq_len = 32, c.n_layer = 2, c.n_head = 4, c.n_embd = 64;
+  const GptConfig c{.vocab_size = 256, .max_seq_len = 32, .n_layer = 2, .n_head = 4, .n_embd = 64};
   Gpt model(c);
   model.init_parameters(7);
   const int B = 4, T = 32;
@@ -290,8 +282,7 @@ TEST(Gpt, ShorterSequencesGiveThePrefixLogits) {
 // another row count, so equality is to float rounding: 1e-5 relative for the loss and, for
 // gradients, 1e-5 of the tensor's largest |gradient| (a float sum of 40 terms is good to ~1e-6).
 TEST(Gpt, BatchEqualsMeanOfItsHalves) {
-  GptConfig c;
-  c.vocab_size = 64, c.max_seq_len = 16, c.n_layer = 2, c.n_head = 2, c.n_embd = 32;
+  const GptConfig c{.vocab_size = 64, .max_seq_len = 16, .n_layer = 2, .n_head = 2, .n_embd = 32};
   Gpt model(c);
   model.init_parameters(11);
   const int B = 4, T = 16, V = c.vocab_size;
@@ -326,8 +317,7 @@ TEST(Gpt, BatchEqualsMeanOfItsHalves) {
 }
 
 TEST(Gpt, AdamWOverfitsOneBatch) {
-  GptConfig c;
-  c.vocab_size = 64, c.max_seq_len = 16, c.n_layer = 2, c.n_head = 2, c.n_embd = 32;
+  const GptConfig c{.vocab_size = 64, .max_seq_len = 16, .n_layer = 2, .n_head = 2, .n_embd = 32};
   Gpt model(c);
   model.init_parameters(21);
   const int B = 2, T = 16;

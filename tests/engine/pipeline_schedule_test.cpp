@@ -28,6 +28,7 @@
 #include "engine/plugin/plugin_loader.h"
 #include "plexus/plexus.h"
 #include "plexus/plugin.h"
+#include "tests/comm/transport_cases.h"
 #include "tests/engine/pipeline_fake_stages.h"
 #include "tests/support/multiprocess.h"
 
@@ -120,24 +121,6 @@ std::string check_order(const std::vector<Call>& calls, int schedule, int stages
 }
 
 // ---- rank plumbing ---------------------------------------------------------------------------
-
-EnvList rank_env() {
-  static const std::string cache = [] {
-    char pattern[] = "/tmp/plexus-pipeline-test-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    return std::string(made ? made : "/tmp");
-  }();
-  EnvList env = {{"PLEXUS_TIMEOUT_MS", "30000"},
-                 {"PLEXUS_COST_MODEL", "2.5,0.1,0.05"},
-                 {"PLEXUS_CACHE_DIR", cache},
-                 {"PLEXUS_FI_PROVIDER", "tcp"}};
-  // Small rxm queues: each communicator (and split child) opens faster on a loaded runner.
-  for (const char* name : {"FI_OFI_RXM_RX_SIZE", "FI_OFI_RXM_TX_SIZE", "FI_OFI_RXM_MSG_RX_SIZE",
-                           "FI_OFI_RXM_MSG_TX_SIZE"}) {
-    env.push_back({name, "256"});
-  }
-  return env;
-}
 
 // One rank's world and pipeline group. On a failed check the world is aborted, so that the
 // other ranks fail at once instead of waiting out PLEXUS_TIMEOUT_MS.
@@ -271,7 +254,7 @@ void run_matrix(int world, int stages, size_t count, bool more_chunks) {
         if (!why.empty()) rank.abort_world();
         return why.empty() ? 0 : rank_failure(r, why);
       },
-      240.0, rank_env());
+      240.0, transport_env("tcp"));
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
@@ -301,7 +284,7 @@ TEST(PipelineSchedule, LargeActivations) {
         if (!why.empty()) rank.abort_world();
         return why.empty() ? 0 : rank_failure(r, why);
       },
-      240.0, rank_env());
+      240.0, transport_env("tcp"));
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
@@ -341,7 +324,7 @@ TEST(PipelineSchedule, InterleavedOrderMatchesMegatron) {
         if (!why.empty()) rank.abort_world();
         return why.empty() ? 0 : rank_failure(r, why);
       },
-      120.0, rank_env());
+      120.0, transport_env("tcp"));
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
@@ -349,7 +332,7 @@ TEST(PipelineSchedule, InterleavedOrderMatchesMegatron) {
 // Every 10 steps world rank 0 prints, at PLEXUS_DEBUG=INFO, the bubble summed over the stages
 // beside the theoretical (P-1)/(v*M); other ranks print nothing.
 TEST(PipelineSchedule, BubbleIsReportedEveryTenStepsAtInfo) {
-  EnvList env = rank_env();
+  EnvList env = transport_env("tcp");
   env.push_back({"PLEXUS_DEBUG", "INFO"});
   const auto outcomes = run_ranks(
       2,
@@ -406,7 +389,7 @@ TEST(PipelineSchedule, BubbleIsReportedEveryTenStepsAtInfo) {
 // part (here the test's) is to abort the world, and then the other stages fail too instead of
 // waiting for it.
 TEST(PipelineSchedule, StageOpErrorIsReportedAndNobodyHangs) {
-  EnvList patient_env = rank_env();
+  EnvList patient_env = transport_env("tcp");
   patient_env.push_back({"PLEXUS_TIMEOUT_MS", "60000"});  // set later, so it wins
   const auto outcomes = run_ranks(
       3,
@@ -517,7 +500,7 @@ TEST(PipelineSchedule, OptionsThatDoNotFitAreRefused) {
         if (!why.empty()) rank.abort_world();
         return why.empty() ? 0 : rank_failure(r, why);
       },
-      120.0, rank_env());
+      120.0, transport_env("tcp"));
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }

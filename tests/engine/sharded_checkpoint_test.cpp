@@ -29,17 +29,8 @@ using ::testing::HasSubstr;
 const char* const kSections[] = {"params", "adam_m", "adam_v"};
 
 GptConfig small_config() {
-  GptConfig c;
-  c.vocab_size = 13;  // padded to 14 under tp 2 and 16 under tp 4
-  c.max_seq_len = 8;
-  c.n_layer = 4;
-  c.n_head = 4;
-  c.n_embd = 16;
-  return c;
-}
-
-ShardSpec spec(int first, int last, bool embed, bool head, int tp, int rank) {
-  return ShardSpec{first, last, embed, head, tp, rank};
+  // vocabulary 13: padded to 14 under tp 2 and 16 under tp 4
+  return {.vocab_size = 13, .max_seq_len = 8, .n_layer = 4, .n_head = 4, .n_embd = 16};
 }
 
 size_t shard_size(const std::vector<ShardTensor>& tensors) {
@@ -73,19 +64,19 @@ struct Layout {
 };
 
 Layout tp2_d2() {
-  return {"T2D2", {spec(0, 4, true, true, 2, 0), spec(0, 4, true, true, 2, 1)}, 2};
+  return {"T2D2", {{0, 4, true, true, 2, 0}, {0, 4, true, true, 2, 1}}, 2};
 }
 Layout p3() {
   return {"P3",
-          {spec(0, 2, true, false, 1, 0), spec(2, 3, false, false, 1, 0),
-           spec(3, 4, false, true, 1, 0)},
+          {{0, 2, true, false, 1, 0}, {2, 3, false, false, 1, 0},
+           {3, 4, false, true, 1, 0}},
           1};
 }
-Layout whole() { return {"whole", {spec(0, 4, true, true, 1, 0)}, 1}; }
+Layout whole() { return {"whole", {{0, 4, true, true, 1, 0}}, 1}; }
 Layout p2_t4() {
   Layout l{"P2T4", {}, 1};
   for (int p = 0; p < 2; ++p) {
-    for (int t = 0; t < 4; ++t) l.shards.push_back(spec(2 * p, 2 * p + 2, p == 0, p == 1, 4, t));
+    for (int t = 0; t < 4; ++t) l.shards.push_back({2 * p, 2 * p + 2, p == 0, p == 1, 4, t});
   }
   return l;
 }

@@ -32,6 +32,8 @@
 #include "engine/train/parallel_groups.h"
 #include "engine/train/stage_model.h"
 #include "plexus/plexus.h"
+#include "tests/comm/transport_cases.h"
+#include "tests/engine/comm_sharding_hooks.h"
 #include "tests/support/multiprocess.h"
 
 namespace plexus::test {
@@ -41,44 +43,9 @@ using engine::StateBuffer;
 
 constexpr int kRanks = 3;
 
-EnvList rank_env() {
-  static const std::string cache = [] {
-    char pattern[] = "/tmp/plexus-sharded-state-test-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    return std::string(made ? made : "/tmp");
-  }();
-  return {{"PLEXUS_TIMEOUT_MS", "30000"},
-          {"PLEXUS_COST_MODEL", "2.5,0.1,0.05"},
-          {"PLEXUS_CACHE_DIR", cache},
-          {"PLEXUS_FI_PROVIDER", "tcp"}};
-}
-
-plx_result_t test_reduce_scatter(void* state, const float* full, float* shard, size_t count,
-                                 char* err, size_t err_len) {
-  auto comm = static_cast<plx_comm_t>(state);
-  plx_result_t r = plx_reduce_scatter(full, shard, count, PLX_FLOAT32, PLX_AVG, comm, nullptr);
-  if (r != PLX_SUCCESS) std::snprintf(err, err_len, "test: %s", plx_get_last_error(comm));
-  return r;
-}
-
-plx_result_t test_all_gather(void* state, const float* shard, float* full, size_t count,
-                             plx_request_t* request, char* err, size_t err_len) {
-  auto comm = static_cast<plx_comm_t>(state);
-  plx_result_t r = request == nullptr
-                       ? plx_allgather(shard, full, count, PLX_FLOAT32, comm, nullptr)
-                       : plx_iallgather(shard, full, count, PLX_FLOAT32, comm, request);
-  if (r != PLX_SUCCESS) std::snprintf(err, err_len, "test: %s", plx_get_last_error(comm));
-  return r;
-}
-
 engine::GptConfig config() {
-  engine::GptConfig c;
-  c.vocab_size = 29;  // wte = 29*8 = 232 elements: not a multiple of 3
-  c.max_seq_len = 4;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  return c;
+  // vocabulary 29: wte = 29*8 = 232 elements, not a multiple of 3
+  return {.vocab_size = 29, .max_seq_len = 4, .n_layer = 2, .n_head = 2, .n_embd = 8};
 }
 
 float closed_form(int which, size_t i) { return static_cast<float>(which * 1000 + i % 997); }
@@ -112,7 +79,7 @@ std::string check_stage(const engine::Placement& placement, const engine::Parall
   plan.param_persistence_threshold = 2 * config().n_embd;  // ln_f stays gathered
   plan.prefetch_units = 1;
   plan.offload_optimizer = offload ? 1 : 0;
-  engine::ShardingHooks hooks{test_reduce_scatter, test_all_gather, groups.data(), "test"};
+  engine::ShardingHooks hooks{comm_reduce_scatter, comm_all_gather, groups.data(), "test"};
   engine::MemoryTracker tracker;
   engine::StageModel model(config(), layout, engine::TensorParallelOps{}, groups.pipeline(),
                            engine::model_storage(plan), &tracker);
@@ -243,7 +210,7 @@ std::string check_peaks(const engine::Placement& placement, const engine::Parall
   plan.zero_stage = stage;
   plan.param_persistence_threshold = 2 * deep_config().n_embd;  // ln_f stays gathered
   plan.prefetch_units = 1;
-  engine::ShardingHooks hooks{test_reduce_scatter, test_all_gather, groups.data(), "test"};
+  engine::ShardingHooks hooks{comm_reduce_scatter, comm_all_gather, groups.data(), "test"};
   engine::MemoryTracker tracker;  // from before the model is built
   const engine::StageLayout layout = engine::stage_layout(placement, r, 1);
   engine::StageModel model(deep_config(), layout, engine::TensorParallelOps{}, groups.pipeline(),
@@ -353,76 +320,37 @@ std::string check_losses(const std::vector<std::vector<double>>& losses, double 
 }
 
 TEST(ShardedState, PeaksFromBeforeTheModelToAfterTrainingStayAtTheShard) {
-  const auto outcomes = run_ranks(
-      kRanks,
-      [](int r) {
-        openblas_set_num_threads(1);
-        plx_comm_t world = nullptr;
-        auto failed = [&](const std::string& why) {
-          if (world) plx_comm_abort(world);
-          return rank_failure(r, why);
-        };
-        if (plx_comm_init_from_env(&world) != PLX_SUCCESS) {
-          return failed(std::string("init: ") + plx_get_last_error(nullptr));
-        }
-        try {
-          engine::Placement placement = engine::parse_placement("D3");
-          engine::resolve_placement(placement, kRanks, 0, 0);
-          engine::ParallelGroups groups(world, r, placement);
-          std::vector<std::vector<double>> losses(3);
-          for (int stage = 1; stage <= 3; ++stage) {
-            const std::string why = check_peaks(placement, groups, r, stage, &losses[stage - 1]);
-            if (!why.empty()) return failed(why);
-          }
-          const double first =
-              replicated_first_loss(engine::stage_layout(placement, r, 1), groups, r);
-          if (const std::string why = check_losses(losses, first); !why.empty()) {
-            return failed(why);
-          }
-          if (!groups.finish()) return failed("destroying the groups failed");
-        } catch (const std::exception& e) {
-          return failed(e.what());
-        }
-        if (plx_comm_destroy(world) != PLX_SUCCESS) return rank_failure(r, "destroy failed");
-        return 0;
-      },
-      120.0, rank_env());
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+  expect_ranks_pass(kRanks, transport_env("tcp"), [](plx_comm_t world, int r) -> std::string {
+    openblas_set_num_threads(1);
+    engine::Placement placement = engine::parse_placement("D3");
+    engine::resolve_placement(placement, kRanks, 0, 0);
+    engine::ParallelGroups groups(world, r, placement);
+    std::vector<std::vector<double>> losses(3);
+    for (int stage = 1; stage <= 3; ++stage) {
+      const std::string why = check_peaks(placement, groups, r, stage, &losses[stage - 1]);
+      if (!why.empty()) return why;
+    }
+    const double first = replicated_first_loss(engine::stage_layout(placement, r, 1), groups, r);
+    if (std::string why = check_losses(losses, first); !why.empty()) return why;
+    if (!groups.finish()) return "destroying the groups failed";
+    return "";
+  });
 }
 
 TEST(ShardedState, ValuesInAndOutOfTheShardsOnThreeRanks) {
-  const auto outcomes = run_ranks(
-      kRanks,
-      [](int r) {
-        plx_comm_t world = nullptr;
-        auto failed = [&](const std::string& why) {
-          if (world) plx_comm_abort(world);
-          return rank_failure(r, why);
-        };
-        if (plx_comm_init_from_env(&world) != PLX_SUCCESS) {
-          return failed(std::string("init: ") + plx_get_last_error(nullptr));
-        }
-        try {
-          engine::Placement placement = engine::parse_placement("D3");
-          engine::resolve_placement(placement, kRanks, 0, 0);
-          engine::ParallelGroups groups(world, r, placement);
-          for (int stage = 1; stage <= 3; ++stage) {
-            for (bool offload : {false, true}) {
-              const std::string why = check_stage(placement, groups, r, stage, offload);
-              if (!why.empty()) return failed(why);
-            }
-          }
-          if (!groups.finish()) return failed("destroying the groups failed");
-        } catch (const std::exception& e) {
-          return failed(e.what());
-        }
-        if (plx_comm_destroy(world) != PLX_SUCCESS) return rank_failure(r, "destroy failed");
-        return 0;
-      },
-      120.0, rank_env());
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+  expect_ranks_pass(kRanks, transport_env("tcp"), [](plx_comm_t world, int r) -> std::string {
+    engine::Placement placement = engine::parse_placement("D3");
+    engine::resolve_placement(placement, kRanks, 0, 0);
+    engine::ParallelGroups groups(world, r, placement);
+    for (int stage = 1; stage <= 3; ++stage) {
+      for (bool offload : {false, true}) {
+        const std::string why = check_stage(placement, groups, r, stage, offload);
+        if (!why.empty()) return why;
+      }
+    }
+    if (!groups.finish()) return "destroying the groups failed";
+    return "";
+  });
 }
 
 }  // namespace

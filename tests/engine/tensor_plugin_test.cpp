@@ -16,6 +16,7 @@
 #include "engine/plugin/plugin_loader.h"
 #include "plexus/plexus.h"
 #include "plexus/plugin.h"
+#include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
 namespace plexus::test {
@@ -23,23 +24,6 @@ namespace {
 
 float value(int rank, size_t i) {
   return static_cast<float>((rank + 1) * static_cast<int>(i % 97) - rank);
-}
-
-EnvList rank_env() {
-  static const std::string cache = [] {
-    char pattern[] = "/tmp/plexus-tensor-test-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    return std::string(made ? made : "/tmp");
-  }();
-  EnvList env = {{"PLEXUS_TIMEOUT_MS", "30000"},
-                 {"PLEXUS_COST_MODEL", "2.5,0.1,0.05"},
-                 {"PLEXUS_CACHE_DIR", cache},
-                 {"PLEXUS_FI_PROVIDER", "tcp"}};
-  for (const char* name : {"FI_OFI_RXM_RX_SIZE", "FI_OFI_RXM_TX_SIZE", "FI_OFI_RXM_MSG_RX_SIZE",
-                           "FI_OFI_RXM_MSG_TX_SIZE"}) {
-    env.push_back({name, "256"});
-  }
-  return env;
 }
 
 // Reduces over `group` (whose members are world ranks first..first+size-1) and checks every
@@ -91,36 +75,17 @@ std::string check_group(const plx_plugin_t& api, plx_comm_t group, int world_ran
 }
 
 TEST(TensorPlugin, AllreduceOverGroupsOfTwoAndFour) {
-  const auto outcomes = run_ranks(
-      4,
-      [](int r) {
-        plx_comm_t world = nullptr, pair = nullptr;
-        auto failed = [&](const std::string& why) {
-          if (world) plx_comm_abort(world);
-          return rank_failure(r, why);
-        };
-        if (plx_comm_init_from_env(&world) != PLX_SUCCESS) {
-          return failed(std::string("init: ") + plx_get_last_error(nullptr));
-        }
-        if (plx_comm_split(world, r / 2, r % 2, &pair) != PLX_SUCCESS) {
-          return failed(std::string("split: ") + plx_get_last_error(nullptr));
-        }
-        try {
-          engine::LoadedPlugin plugin = engine::load_plugin("T");
-          std::string why = check_group(plugin.api(), pair, r, r / 2 * 2, 2);
-          if (why.empty()) why = check_group(plugin.api(), world, r, 0, 4);
-          if (!why.empty()) return failed(why);
-        } catch (const std::exception& e) {
-          return failed(e.what());
-        }
-        if (plx_comm_destroy(pair) != PLX_SUCCESS || plx_comm_destroy(world) != PLX_SUCCESS) {
-          return rank_failure(r, "destroy failed");
-        }
-        return 0;
-      },
-      120.0, rank_env());
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+  expect_ranks_pass(4, transport_env("tcp"), [](plx_comm_t world, int r) {
+    OwnedComm pair;
+    if (plx_comm_split(world, r / 2, r % 2, pair.out()) != PLX_SUCCESS) {
+      return "split: " + last_error_text();
+    }
+    engine::LoadedPlugin plugin = engine::load_plugin("T");
+    std::string why = check_group(plugin.api(), pair.get(), r, r / 2 * 2, 2);
+    if (why.empty()) why = check_group(plugin.api(), world, r, 0, 4);
+    if (why.empty()) why = pair.destroy("pair");
+    return why;
+  });
 }
 
 }  // namespace

@@ -127,13 +127,7 @@ TEST(UnitPartition, BadArgumentsNameTheArgumentAndTheRange) {
 // ---- the model's own units ---------------------------------------------------------------
 
 GptConfig small_config() {
-  GptConfig c;
-  c.vocab_size = 37;
-  c.max_seq_len = 8;
-  c.n_layer = 3;
-  c.n_head = 2;
-  c.n_embd = 8;
-  return c;
+  return {.vocab_size = 37, .max_seq_len = 8, .n_layer = 3, .n_head = 2, .n_embd = 8};
 }
 
 TEST(OwnedPieces, EachOwnedElementOnceAndInsideOneTensor) {

@@ -24,6 +24,8 @@
 #include "engine/train/unit_partition.h"
 #include "engine/train/zero_unit_hooks.h"
 #include "plexus/plexus.h"
+#include "tests/comm/transport_cases.h"
+#include "tests/engine/comm_sharding_hooks.h"
 #include "tests/support/multiprocess.h"
 
 namespace plexus::test {
@@ -33,41 +35,10 @@ using engine::UnitPhase;
 
 constexpr int kRanks = 3;
 
-EnvList rank_env() {
-  static const std::string cache = [] {
-    char pattern[] = "/tmp/plexus-zero-hooks-test-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    return std::string(made ? made : "/tmp");
-  }();
-  return {{"PLEXUS_TIMEOUT_MS", "30000"},
-          {"PLEXUS_COST_MODEL", "2.5,0.1,0.05"},
-          {"PLEXUS_CACHE_DIR", cache},
-          {"PLEXUS_FI_PROVIDER", "tcp"}};
-}
-
-// The zero plugins' two hooks, on the communicator passed as state.
-plx_result_t test_reduce_scatter(void* state, const float* full, float* shard, size_t count,
-                                 char* err, size_t err_len) {
-  auto comm = static_cast<plx_comm_t>(state);
-  plx_result_t r = plx_reduce_scatter(full, shard, count, PLX_FLOAT32, PLX_AVG, comm, nullptr);
-  if (r != PLX_SUCCESS) std::snprintf(err, err_len, "test: %s", plx_get_last_error(comm));
-  return r;
-}
-
-plx_result_t test_all_gather(void* state, const float* shard, float* full, size_t count,
-                             plx_request_t* request, char* err, size_t err_len) {
-  auto comm = static_cast<plx_comm_t>(state);
-  plx_result_t r = request == nullptr
-                       ? plx_allgather(shard, full, count, PLX_FLOAT32, comm, nullptr)
-                       : plx_iallgather(shard, full, count, PLX_FLOAT32, comm, request);
-  if (r != PLX_SUCCESS) std::snprintf(err, err_len, "test: %s", plx_get_last_error(comm));
-  return r;
-}
-
 engine::ShardingHooks hooks_on(plx_comm_t comm) {
   engine::ShardingHooks h;
-  h.reduce_scatter = test_reduce_scatter;
-  h.all_gather = test_all_gather;
+  h.reduce_scatter = comm_reduce_scatter;
+  h.all_gather = comm_all_gather;
   h.state = comm;
   h.name = "test";
   return h;
@@ -117,13 +88,7 @@ std::string check_collectives(plx_comm_t world, int r) {
 }
 
 engine::GptConfig hook_config() {
-  engine::GptConfig c;
-  c.vocab_size = 23;
-  c.max_seq_len = 6;
-  c.n_layer = 3;
-  c.n_head = 2;
-  c.n_embd = 8;
-  return c;
+  return {.vocab_size = 23, .max_seq_len = 6, .n_layer = 3, .n_head = 2, .n_embd = 8};
 }
 
 // Rank r's microbatch m: 2 rows of 6 tokens.
@@ -231,31 +196,12 @@ std::string check_hooks(plx_comm_t world, int r, int stage) {
 }
 
 TEST(ZeroUnitHooks, CollectivesAndHooksOnThreeRanks) {
-  const auto outcomes = run_ranks(
-      kRanks,
-      [](int r) {
-        plx_comm_t world = nullptr;
-        auto failed = [&](const std::string& why) {
-          if (world) plx_comm_abort(world);
-          return rank_failure(r, why);
-        };
-        if (plx_comm_init_from_env(&world) != PLX_SUCCESS) {
-          return failed(std::string("init: ") + plx_get_last_error(nullptr));
-        }
-        try {
-          std::string why = check_collectives(world, r);
-          if (why.empty()) why = check_hooks(world, r, 2);
-          if (why.empty()) why = check_hooks(world, r, 3);
-          if (!why.empty()) return failed(why);
-        } catch (const std::exception& e) {
-          return failed(e.what());
-        }
-        if (plx_comm_destroy(world) != PLX_SUCCESS) return rank_failure(r, "destroy failed");
-        return 0;
-      },
-      120.0, rank_env());
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+  expect_ranks_pass(kRanks, transport_env("tcp"), [](plx_comm_t world, int r) {
+    std::string why = check_collectives(world, r);
+    if (why.empty()) why = check_hooks(world, r, 2);
+    if (why.empty()) why = check_hooks(world, r, 3);
+    return why;
+  });
 }
 
 }  // namespace

@@ -45,13 +45,7 @@ const char* const kSections[] = {"adam_m", "params"};
 using plexus::fuzz::require;
 
 GptConfig saved_model() {
-  GptConfig c;
-  c.vocab_size = 8;
-  c.max_seq_len = 4;
-  c.n_layer = 1;
-  c.n_head = 1;
-  c.n_embd = 4;
-  return c;
+  return {.vocab_size = 8, .max_seq_len = 4, .n_layer = 1, .n_head = 1, .n_embd = 4};
 }
 
 float saved_value(size_t section, size_t i) {

@@ -124,7 +124,7 @@ TEST(Discover, HostIdHonoursPlexusHostId) {
 }
 
 TEST(Discover, HostIdIsHostnameAndBootId) {
-  ScopedEnv id("PLEXUS_HOST_ID", nullptr);
+  ScopedEnv id("PLEXUS_HOST_ID", std::nullopt);
   std::string boot = read_file("/proc/sys/kernel/random/boot_id");
   boot.erase(boot.find_last_not_of("\n") + 1);
   char name[256] = {};
@@ -165,15 +165,15 @@ TEST(Discover, DumpThenLoadGivesTheDiscoveredHost) {
   HostTopology discovered, loaded;
   std::string error, origin;
   {
-    ScopedEnv file("PLEXUS_TOPO_FILE", nullptr);
-    ScopedEnv out("PLEXUS_TOPO_DUMP_FILE", dump.c_str());
+    ScopedEnv file("PLEXUS_TOPO_FILE", std::nullopt);
+    ScopedEnv out("PLEXUS_TOPO_DUMP_FILE", dump);
     ASSERT_EQ(this_host_topology(&discovered, &error, &origin), PLX_SUCCESS) << error;
     EXPECT_EQ(origin, "discovered through hwloc");
   }
   EXPECT_EQ(read_file(dump), to_json_text(discovered));
   {
-    ScopedEnv file("PLEXUS_TOPO_FILE", dump.c_str());
-    ScopedEnv out("PLEXUS_TOPO_DUMP_FILE", nullptr);
+    ScopedEnv file("PLEXUS_TOPO_FILE", dump);
+    ScopedEnv out("PLEXUS_TOPO_DUMP_FILE", std::nullopt);
     ASSERT_EQ(this_host_topology(&loaded, &error, &origin), PLX_SUCCESS) << error;
     EXPECT_EQ(origin, "PLEXUS_TOPO_FILE=" + dump);
   }
@@ -186,7 +186,7 @@ TEST(Discover, TopoFileSelectsTheHostNamedByPlexusHostId) {
   write_file(path, R"({"plexus_topology": 1, "hosts": [
     {"host_id": "a", "numa_nodes": [{"os_index": 0, "memory_bytes": 1, "cores": 1, "pus": 1}]},
     {"host_id": "b", "numa_nodes": [{"os_index": 0, "memory_bytes": 2, "cores": 2, "pus": 2}]}]})");
-  ScopedEnv file("PLEXUS_TOPO_FILE", path.c_str());
+  ScopedEnv file("PLEXUS_TOPO_FILE", path);
   HostTopology host;
   std::string error;
   {
@@ -206,7 +206,7 @@ TEST(Discover, MalformedTopoFileNamesTheVariable) {
   TempDir dir("plexus-topo-test");
   std::string path = dir.path() + "/bad.json";
   write_file(path, "{\n  \"plexus_topology\": 1,\n  \"numa_nodes\": [}\n");
-  ScopedEnv file("PLEXUS_TOPO_FILE", path.c_str());
+  ScopedEnv file("PLEXUS_TOPO_FILE", path);
   HostTopology host;
   std::string error;
   EXPECT_EQ(this_host_topology(&host, &error), PLX_ERROR_INVALID_ARGUMENT);
@@ -216,7 +216,7 @@ TEST(Discover, MalformedTopoFileNamesTheVariable) {
 }
 
 TEST(Discover, UnwritableDumpFileIsAnError) {
-  ScopedEnv file("PLEXUS_TOPO_FILE", nullptr);
+  ScopedEnv file("PLEXUS_TOPO_FILE", std::nullopt);
   ScopedEnv out("PLEXUS_TOPO_DUMP_FILE", "/nonexistent-dir/dump.json");
   HostTopology host;
   std::string error;

@@ -10,10 +10,11 @@ namespace plexus::test {
 
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
+  // std::nullopt unsets the variable for the scope.
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
     if (const char* old = getenv(name)) old_ = old;
     if (value)
-      setenv(name, value, 1);
+      setenv(name, value->c_str(), 1);
     else
       unsetenv(name);
   }
