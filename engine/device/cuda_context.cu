@@ -30,15 +30,18 @@ std::string cuda_text(cudaError_t err) {
   return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
 }
 
+// Only called once cuBLAS is open (a status exists only then).
 std::string cublas_text(cublasStatus_t status) {
-  return std::string(cublasGetStatusName(status)) + ": " + cublasGetStatusString(status);
+  const CublasLibrary* blas = cublas_library(nullptr);
+  if (blas == nullptr) return "status " + std::to_string(static_cast<int>(status));
+  return std::string(blas->status_name(status)) + ": " + blas->status_string(status);
 }
 
 // GEMM precision: fp32 keeps cuBLAS's default math, which never rounds fp32 inputs to TF32
 // (only CUBLAS_TF32_TENSOR_OP_MATH or NVIDIA_TF32_OVERRIDE would); bf16 autocast is chosen
 // per call by the compute type (cuda_gemm.cu), so the handle's mode is the same for both.
 std::string set_gemm_mode(Context& ctx, bool bf16_gemms) {
-  const cublasStatus_t status = cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH);
+  const cublasStatus_t status = ctx.blas->set_math_mode(ctx.cublas, CUBLAS_DEFAULT_MATH);
   if (status != CUBLAS_STATUS_SUCCESS) return "cublasSetMathMode: " + cublas_text(status);
   ctx.bf16_gemms = bf16_gemms;
   return "";
@@ -47,7 +50,7 @@ std::string set_gemm_mode(Context& ctx, bool bf16_gemms) {
 // Releases what a failed use_device() created; errors are moot at that point.
 void release(Context& ctx) {
   if (ctx.counter != nullptr) (void)cudaFree(ctx.counter);
-  if (ctx.cublas != nullptr) (void)cublasDestroy(ctx.cublas);
+  if (ctx.cublas != nullptr) (void)ctx.blas->destroy(ctx.cublas);
   if (ctx.stream != nullptr) (void)cudaStreamDestroy(ctx.stream);
   (void)cudaGetLastError();
   ctx = Context{};
@@ -126,13 +129,19 @@ std::string use_device(int ordinal, bool bf16_gemms) {
     release(ctx);
     return "cudaStreamCreateWithFlags: " + cuda_text(err);
   }
-  const cublasStatus_t status = cublasCreate(&ctx.cublas);
+  std::string open_error;
+  ctx.blas = cublas_library(&open_error);
+  if (ctx.blas == nullptr) {
+    release(ctx);
+    return open_error;
+  }
+  const cublasStatus_t status = ctx.blas->create(&ctx.cublas);
   if (status != CUBLAS_STATUS_SUCCESS) {
     ctx.cublas = nullptr;
     release(ctx);
     return "cublasCreate: " + cublas_text(status);
   }
-  const cublasStatus_t bound = cublasSetStream(ctx.cublas, ctx.stream);
+  const cublasStatus_t bound = ctx.blas->set_stream(ctx.cublas, ctx.stream);
   if (bound != CUBLAS_STATUS_SUCCESS) {
     release(ctx);
     return "cublasSetStream: " + cublas_text(bound);

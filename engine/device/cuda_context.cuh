@@ -1,5 +1,5 @@
 // cuda_context.cuh - what every cuda_*.cu layer shares (private to engine/device): the
-// engine's stream and cuBLAS handle (cuda_context.cu), error checks that throw
+// engine's stream, cuBLAS (opened on first use, cublas_library.h) and handle (cuda_context.cu), error checks that throw
 // std::runtime_error naming the layer function and the failed call, launch sizing, the GEMM
 // entry point that follows --autocast (cuda_gemm.cu) and a grow-only device workspace.
 //
@@ -19,11 +19,14 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/device/cublas_library.h"
+
 namespace plexus::engine::cuda {
 
 struct Context {
   int device = -1;
   cudaStream_t stream = nullptr;
+  const CublasLibrary* blas = nullptr;  // cuBLAS's entries (cublas_library.h)
   cublasHandle_t cublas = nullptr;
   bool bf16_gemms = false;        // Autocast::kBf16: cublasGemmEx with 32F_FAST_16BF
   void* workspace = nullptr;      // device memory, grow-only (workspace())

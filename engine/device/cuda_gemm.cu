@@ -17,25 +17,27 @@ void gemm(Context& ctx, const char* function, cublasOperation_t op_a, cublasOper
   cublasStatus_t status;
   if (ctx.bf16_gemms) {
     if (batch == 1) {
-      status = cublasGemmEx(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, CUDA_R_32F, lda, b,
-                            CUDA_R_32F, ldb, &beta, c, CUDA_R_32F, ldc,
-                            CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
+      status = ctx.blas->gemm_ex(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, CUDA_R_32F, lda,
+                                 b, CUDA_R_32F, ldb, &beta, c, CUDA_R_32F, ldc,
+                                 CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
       check_cublas(status, function, "cublasGemmEx (bf16 autocast)");
     } else {
-      status = cublasGemmStridedBatchedEx(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, CUDA_R_32F,
-                                          lda, stride_a, b, CUDA_R_32F, ldb, stride_b, &beta, c,
-                                          CUDA_R_32F, ldc, stride_c, batch,
-                                          CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
+      status = ctx.blas->gemm_strided_batched_ex(
+          ctx.cublas, op_a, op_b, m, n, k, &alpha, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F,
+          ldb, stride_b, &beta, c, CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F_FAST_16BF,
+          CUBLAS_GEMM_DEFAULT);
       check_cublas(status, function, "cublasGemmStridedBatchedEx (bf16 autocast)");
     }
     return;
   }
   if (batch == 1) {
-    status = cublasSgemm(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+    status =
+        ctx.blas->sgemm(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
     check_cublas(status, function, "cublasSgemm");
   } else {
-    status = cublasSgemmStridedBatched(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, lda, stride_a,
-                                       b, ldb, stride_b, &beta, c, ldc, stride_c, batch);
+    status = ctx.blas->sgemm_strided_batched(ctx.cublas, op_a, op_b, m, n, k, &alpha, a, lda,
+                                             stride_a, b, ldb, stride_b, &beta, c, ldc, stride_c,
+                                             batch);
     check_cublas(status, function, "cublasSgemmStridedBatched");
   }
 }
