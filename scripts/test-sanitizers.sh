@@ -6,7 +6,9 @@
 #   thread   build-tsan/ (-DPLEXUS_SANITIZE=thread: TSan): the threaded tests, i.e. the algorithm
 #            tests over the in-process thread transport (tests/comm/*_thread_test.cpp) and the
 #            progress-thread ones (nonblocking requests, completion steps)
-# Only the targets these tests need are built (listed below), so a cold build fits in CI.
+# Only the targets these tests need are built (listed below), so a cold build fits in CI: the
+# build is configured with PLEXUS_TEST_PER_FILE=ON, one test executable per *_test.cpp (named
+# after it) rather than one per test folder, so that only the chosen test files are compiled.
 # Every report fails the run: ASan and UBSan abort, TSan exits 66. Suppressions (third-party
 # noise only, each entry says why) are in scripts/sanitizers/.
 #
@@ -77,7 +79,7 @@ build() {  # build DIR KIND TESTS...
   targets=$(targets_of "$@" | sort -u | paste -sd ';')
   # shellcheck disable=SC2086
   cmake -S "$SOURCE" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE="$kind" \
-    -DPLEXUS_BUILD_PERF=OFF -DPLEXUS_SANITIZE_TARGETS="$targets" "${COMPILER_LAUNCHER[@]}" \
+    -DPLEXUS_BUILD_PERF=OFF -DPLEXUS_TEST_PER_FILE=ON -DPLEXUS_SANITIZE_TARGETS="$targets" "${COMPILER_LAUNCHER[@]}" \
     ${CMAKE_ARGS:-} >/dev/null || return 1
   cmake --build "$dir" -j "$JOBS" --target sanitizer_targets
 }

@@ -268,9 +268,9 @@ void add_cases(std::vector<Case>& cases, const Algorithm& a, int n, size_t count
   }
 }
 
-class WorldSize : public ::testing::TestWithParam<int> {};
+class AlltoallGatherScatterWorld : public ::testing::TestWithParam<int> {};
 
-TEST_P(WorldSize, EveryAlgorithmDatatypeAndCount) {
+TEST_P(AlltoallGatherScatterWorld, EveryAlgorithmDatatypeAndCount) {
   const int n = GetParam();
   std::vector<Case> cases;
   for (const Algorithm* a : kAll) {
@@ -285,7 +285,7 @@ TEST_P(WorldSize, EveryAlgorithmDatatypeAndCount) {
   run_cases(n, cases);
 }
 
-TEST_P(WorldSize, LargeCount) {
+TEST_P(AlltoallGatherScatterWorld, LargeCount) {
   const int n = GetParam();
   const size_t count = (size_t{1} << 18) + 3;
   std::vector<Case> cases;
@@ -298,7 +298,7 @@ TEST_P(WorldSize, LargeCount) {
   run_cases(n, cases);
 }
 
-TEST_P(WorldSize, EagerSendsRunAhead) {
+TEST_P(AlltoallGatherScatterWorld, EagerSendsRunAhead) {
   // Eager sends complete at once, so fast ranks run ahead into later steps and later calls:
   // messages arrive before their receives are posted (the unexpected-message path).
   const int n = GetParam();
@@ -310,7 +310,7 @@ TEST_P(WorldSize, EagerSendsRunAhead) {
   run_cases(n, cases, /*eager_bytes=*/1 << 16);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9), ranks_name);
+INSTANTIATE_TEST_SUITE_P(Ranks, AlltoallGatherScatterWorld, ::testing::Range(1, 9), ranks_name);
 
 // Every alltoallv count 0 but one pair's: zero blocks send nothing, the one block arrives.
 TEST(Alltoallv, MostlyZeroCounts) {
@@ -379,7 +379,7 @@ TEST(Alltoallv, RejectsWhatOneRankCanSee) {
 
 // Rank 2, the root, never joins: every other rank must fail with PLX_ERROR_TIMEOUT and a
 // message naming itself, neither hang nor crash (in-flight requests are abandoned on purpose).
-TEST(AlgorithmFailure, MissingRankTimesOut) {
+TEST(AlltoallGatherScatterFailure, MissingRankTimesOut) {
   const size_t count = 1009;
   const std::vector<size_t> counts(3, count), displs = {0, count, 2 * count};
   for (const Algorithm* a : kAll) {

@@ -126,21 +126,21 @@ std::vector<Case> large(Algo algo, int n) {
   };
 }
 
-class WorldSize : public ::testing::TestWithParam<int> {};
+class TreeReduceWorld : public ::testing::TestWithParam<int> {};
 
-TEST_P(WorldSize, DoubleBinaryTreeAllreduceEveryDatatypeOpAndCount) {
+TEST_P(TreeReduceWorld, DoubleBinaryTreeAllreduceEveryDatatypeOpAndCount) {
   run_cases(GetParam(), matrix(Algo::DoubleTree, GetParam()));
 }
 
-TEST_P(WorldSize, BinomialReduceEveryDatatypeOpCountAndRoot) {
+TEST_P(TreeReduceWorld, BinomialReduceEveryDatatypeOpCountAndRoot) {
   run_cases(GetParam(), matrix(Algo::Binomial, GetParam()));
 }
 
-TEST_P(WorldSize, RingReduceEveryDatatypeOpCountAndRoot) {
+TEST_P(TreeReduceWorld, RingReduceEveryDatatypeOpCountAndRoot) {
   run_cases(GetParam(), matrix(Algo::Ring, GetParam()));
 }
 
-TEST_P(WorldSize, LargeCount) {
+TEST_P(TreeReduceWorld, LargeCount) {
   const int n = GetParam();
   std::vector<Case> cases;
   for (Algo algo : {Algo::DoubleTree, Algo::Binomial, Algo::Ring}) {
@@ -149,7 +149,7 @@ TEST_P(WorldSize, LargeCount) {
   run_cases(n, cases);
 }
 
-TEST_P(WorldSize, EagerSendsRunAhead) {
+TEST_P(TreeReduceWorld, EagerSendsRunAhead) {
   // Eager sends complete at once, so fast ranks run ahead into later slices and later calls:
   // messages arrive before their receives are posted (the unexpected-message path).
   const int n = GetParam();
@@ -166,7 +166,7 @@ TEST_P(WorldSize, EagerSendsRunAhead) {
 
 // Inexact float32 sums: the double binary tree must give every rank the root's exact bytes,
 // within rounding of a serial double-precision sum.
-TEST_P(WorldSize, DoubleBinaryTreeResultsAreBitIdentical) {
+TEST_P(TreeReduceWorld, DoubleBinaryTreeResultsAreBitIdentical) {
   const int n = GetParam();
   const auto input = [](int r, size_t i) {  // an irregular value in (-1, 1)
     const uint64_t h =
@@ -192,7 +192,7 @@ TEST_P(WorldSize, DoubleBinaryTreeResultsAreBitIdentical) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WorldSize, ::testing::Range(1, 9), ranks_name);
+INSTANTIATE_TEST_SUITE_P(Ranks, TreeReduceWorld, ::testing::Range(1, 9), ranks_name);
 
 // A rank that never joins: the ranks that depend on it must fail with PLX_ERROR_TIMEOUT and a
 // message naming themselves, neither hang nor crash; a rank that does not depend on it (a leaf

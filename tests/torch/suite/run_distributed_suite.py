@@ -28,12 +28,21 @@ than what they need run with that gate lifted where listed in LIFTED_GATES (mark
 table); tests plexus does not support by design are in PLEXUS_SKIP, reported as skipped with the
 reason. Logs of a run with a plexus regression are kept (the path is printed).
 
+The gloo control depends on torch alone, not on plexus: its results are kept, as ccache keeps
+objects, in the user's cache folder shared by every clone (~/.cache/plexus/torch-suite-control/,
+under XDG_CACHE_HOME where set; or --control-cache DIR) under a key of everything they depend on
+(torch's version and suite files, this runner and plexus_suite_module.py, the python, the tests
+and options), and reused while the key holds; only a control run in which every test passed or
+skipped is kept. --no-control-cache runs it every time.
+
 Needs PYTHONPATH to hold the build's python/ folder (plexus_torch), and a python with torch
 (Debian's /usr/bin/python3). The "expecttest" package that torch's test utilities import is not
 packaged by Debian: when it is missing, a stand-in from shims/ is put on the path.
 """
 import argparse
 import fnmatch
+import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -379,6 +388,63 @@ def _run_backend(backend, tests, args, workdir):
     return records, time.time() - start
 
 
+def _control_key(tests, args):
+    """A digest of what the gloo control's results depend on, or None where torch's files are not
+    found. Plexus is not among them: the control never loads it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    torch_dir = spec.submodule_search_locations[0]
+    files = [os.path.join(torch_dir, "version.py"),
+             os.path.join(torch_dir, "testing", "_internal", "common_distributed.py"),
+             os.path.join(torch_dir, "testing", "_internal", "common_utils.py"),
+             os.path.join(torch_dir, "testing", "_internal", "distributed", "distributed_test.py"),
+             os.path.abspath(__file__), os.path.join(HERE, "plexus_suite_module.py"),
+             os.path.join(HERE, "shims", "expecttest.py")]
+    digest = hashlib.sha256()
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                digest.update(path.encode() + b"\0" + f.read() + b"\0")
+        except OSError:
+            return None
+    digest.update(json.dumps([sys.version, tests, args.world_size, args.start_method,
+                              args.test_timeout, os.environ.get("OMP_NUM_THREADS", "1")]).encode())
+    return digest.hexdigest()[:24]
+
+
+def _control_cache_path(tests, args):
+    folder = args.control_cache
+    if folder is None:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(cache, "plexus", "torch-suite-control")
+    if args.no_control_cache:
+        return None
+    key = _control_key(tests, args)
+    return os.path.join(folder, f"gloo-{key}.json") if key else None
+
+
+def _run_control(tests, args, workdir):
+    """The gloo control: from the cache where it holds this key, else run (and kept when every
+    test passed or skipped). Returns (records, seconds, cache path if read from it)."""
+    path = _control_cache_path(tests, args)
+    if path and os.path.exists(path):
+        try:
+            with open(path) as f:
+                records = json.load(f)
+            if all(name in records for name in tests):
+                return records, 0.0, path
+        except (OSError, ValueError):
+            pass
+    records, seconds = _run_backend("gloo", tests, args, workdir)
+    if path and all(records[name]["outcome"] in ("pass", "skip") for name in tests):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(records, f)
+        os.replace(path + ".tmp", path)
+    return records, seconds, None
+
+
 def _cell(rec):
     if rec is None:
         return "-"
@@ -423,6 +489,11 @@ def main():
     parser.add_argument("--keep-logs", metavar="DIR",
                         help="write the children's logs and results here (kept)")
     parser.add_argument("--quiet", action="store_true", help="no per-test progress lines")
+    parser.add_argument("--control-cache", metavar="DIR",
+                        help="keep and reuse the gloo control's results here (default: "
+                             "~/.cache/plexus/torch-suite-control)")
+    parser.add_argument("--no-control-cache", action="store_true",
+                        help="run the gloo control even where its results are kept")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--results", help=argparse.SUPPRESS)
     parser.add_argument("--enumerate", action="store_true", help=argparse.SUPPRESS)
@@ -454,9 +525,16 @@ def main():
     print(f"torch distributed suite: {len(tests)} tests, WORLD_SIZE={args.world_size}, "
           f"start method {args.start_method}, backends {', '.join(backends)}; logs in {workdir}",
           flush=True)
-    results, times = {}, {}
+    results, times, cached = {}, {}, {}
     for backend in backends:
-        results[backend], times[backend] = _run_backend(backend, tests, args, workdir)
+        if backend == "gloo":
+            results[backend], times[backend], cached[backend] = _run_control(tests, args,
+                                                                             workdir)
+            if cached[backend]:
+                print(f"  [gloo  ] the control's results of an earlier run, kept in "
+                      f"{cached[backend]} (--no-control-cache runs it)", flush=True)
+        else:
+            results[backend], times[backend] = _run_backend(backend, tests, args, workdir)
 
     # The table.
     rows = [[name] + [_cell(results[b].get(name)) for b in backends] for name in tests]
@@ -474,8 +552,9 @@ def main():
     for backend in backends:
         counts = {o: sum(1 for r in results[backend].values() if r["outcome"] == o)
                   for o in ("pass", "fail", "error", "skip")}
+        when = "kept from an earlier run" if cached.get(backend) else f"in {times[backend]:.0f} s"
         print(f"{backend}: {counts['pass']} passed, {counts['fail'] + counts['error']} failed, "
-              f"{counts['skip']} skipped in {times[backend]:.0f} s")
+              f"{counts['skip']} skipped {when}")
 
     # Regressions: plexus fails where gloo passes.
     regressions = []
