@@ -6,7 +6,7 @@
 #pragma once
 
 #include "engine/train/options.h"
-#include "engine/train/world.h"
+#include "engine/world/world.h"
 
 namespace plexus::engine {
 

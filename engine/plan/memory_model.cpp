@@ -12,9 +12,9 @@
 #include "engine/model/activation_policy.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/shard_activations.h"
-#include "engine/train/memory_plan.h"
+#include "engine/state/memory_plan.h"
+#include "engine/state/stage_model.h"
 #include "engine/train/model_config.h"
-#include "engine/train/stage_model.h"
 
 namespace plexus::engine {
 

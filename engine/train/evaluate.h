@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_model.h"
 #include "engine/data/text_dataset.h"
 #include "engine/model/gpt.h"
-#include "engine/train/checkpoint_model.h"
-#include "engine/train/optimizer_state.h"
+#include "engine/state/optimizer_state.h"
+#include "engine/state/stage_model.h"
 #include "engine/train/options.h"
-#include "engine/train/stage_model.h"
-#include "engine/train/world.h"
+#include "engine/world/world.h"
 
 namespace plexus::engine {
 

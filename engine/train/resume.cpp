@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/schedule_resume.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/train/option_checks.h"
-#include "engine/train/schedule_resume.h"
-#include "engine/train/sharded_checkpoint.h"
 
 namespace plexus::engine {
 

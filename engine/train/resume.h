@@ -14,9 +14,9 @@
 #include <memory>
 #include <optional>
 
+#include "engine/checkpoint/checkpoint_io.h"
+#include "engine/checkpoint/checkpoint_lock.h"
 #include "engine/optim/lr_schedule.h"
-#include "engine/train/checkpoint_io.h"
-#include "engine/train/checkpoint_lock.h"
 #include "engine/train/options.h"
 
 namespace plexus::engine {

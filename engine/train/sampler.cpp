@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_model.h"
 #include "engine/device/compute.h"
 #include "engine/model/gpt.h"
 #include "engine/model/rng.h"
-#include "engine/train/checkpoint_model.h"
 #include "engine/train/token_sampling.h"
 #include "engine/train/trainer.h"
 

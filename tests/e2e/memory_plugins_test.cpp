@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/model/gpt_shard.h"
-#include "engine/train/checkpoint.h"
 #include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"

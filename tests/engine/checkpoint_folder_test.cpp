@@ -1,5 +1,5 @@
 // checkpoint_folder_test.cpp - the checkpoint folder's life across crashes and bad input
-// (engine/train/sharded_checkpoint.h, checkpoint_io.h): a folder that cannot be created or
+// (engine/checkpoint/sharded_checkpoint.h, checkpoint_io.h): a folder that cannot be created or
 // written is refused before training; a step folder that cannot be looked into is an error
 // naming it, never an "incomplete" one to start afresh over; what an interrupted save left
 // (step-N.tmp with rank files of another world or other values, step-N without a manifest) is
@@ -24,9 +24,9 @@
 #include <limits>
 #include <sstream>
 
-#include "engine/train/checkpoint_io.h"
-#include "engine/train/shard_file.h"
-#include "engine/train/sharded_checkpoint.h"
+#include "engine/checkpoint/checkpoint_io.h"
+#include "engine/checkpoint/shard_file.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace plexus::engine {

@@ -1,10 +1,10 @@
-// sharded_checkpoint_test.cpp - the universal sharded checkpoint (engine/train/
+// sharded_checkpoint_test.cpp - the universal sharded checkpoint (engine/checkpoint/
 // sharded_checkpoint.h) with real shard tables: "ranks" of one placement (tensor parallel x
 // data-parallel shares, pipeline chunks) write their pieces of a random model, optimizer state
 // included, and other placements read it back bit for bit; the newest complete checkpoint skips
 // incomplete ones; every kind of damage is refused with a CheckpointError naming the path and
 // the problem, and loading leaves every byte in the folder as it was.
-#include "engine/train/sharded_checkpoint.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <random>
 #include <sstream>
 
-#include "engine/train/shard_file.h"
+#include "engine/checkpoint/shard_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace plexus::engine {

@@ -14,7 +14,7 @@
 // initial values (the first step's equals a replicated model's bit for bit).
 // The sharding hooks are plx_reduce_scatter(AVG) / plx_allgather on the data group, as the zero
 // plugins'.
-#include "engine/train/sharded_state.h"
+#include "engine/state/sharded_state.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>
@@ -28,9 +28,9 @@
 
 #include "engine/optim/grad_clip.h"
 #include "engine/placement/placement.h"
-#include "engine/train/optimizer_state.h"
-#include "engine/train/parallel_groups.h"
-#include "engine/train/stage_model.h"
+#include "engine/state/optimizer_state.h"
+#include "engine/state/stage_model.h"
+#include "engine/world/parallel_groups.h"
 #include "plexus/plexus.h"
 #include "tests/support/multiprocess.h"
 
