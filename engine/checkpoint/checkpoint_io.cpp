@@ -31,7 +31,7 @@ constexpr Section kSections[] = {{StateBuffer::kParams, "params"},
 
 std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
                                     const CheckpointRun& run, StageModel& model,
-                                    OptimizerState& state, World& world) {
+                                    TrainingState& state, World& world) {
   std::vector<StateRun> runs;
   for (int c = 0; c < model.num_chunks(); ++c) {
     const GptShard& shard = model.chunk(c);
@@ -117,7 +117,7 @@ std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
 
 namespace {
 
-// training.lr_schedule, every field range-checked (training_state).
+// training.lr_schedule, every field range-checked (checkpoint_run).
 LrSchedule schedule_state(const std::string& path, const nlohmann::json& training) {
   const nlohmann::json& s = training.at("lr_schedule");
   auto bad = [&](const std::string& field, const nlohmann::json& value, const char* range) {
@@ -155,7 +155,7 @@ LrSchedule schedule_state(const std::string& path, const nlohmann::json& trainin
 
 }  // namespace
 
-CheckpointRun training_state(const std::string& path, const nlohmann::json& training,
+CheckpointRun checkpoint_run(const std::string& path, const nlohmann::json& training,
                              int64_t manifest_step) {
   auto bad = [&](const char* field, const std::string& value, const std::string& range) {
     return CheckpointError(fmt::format("checkpoint {}: manifest's training.{} is {}; valid: {}",
@@ -232,7 +232,7 @@ std::string older_valid_hint(const std::string& dir, int64_t damaged_step,
       if (c.step >= damaged_step) continue;
       try {
         const CheckpointReader reader(c.path);
-        training_state(c.path, reader.training(), reader.step());
+        checkpoint_run(c.path, reader.training(), reader.step());
       } catch (const CheckpointError&) {
         continue;
       }
@@ -251,12 +251,12 @@ std::string older_valid_hint(const std::string& dir, int64_t damaged_step,
 // communication). Damage found while opening gets older_valid_hint when `hint` (rank 0).
 CheckpointRun read_checkpoint(const ShardedCheckpointContext& context,
                               const CompleteCheckpoint& newest, int global_batch,
-                              StageModel& model, OptimizerState& state, bool hint) {
+                              StageModel& model, TrainingState& state, bool hint) {
   std::optional<CheckpointReader> opened;
   CheckpointRun run;
   try {
     opened.emplace(newest.path);
-    run = training_state(newest.path, opened->training(), opened->step());
+    run = checkpoint_run(newest.path, opened->training(), opened->step());
   } catch (const CheckpointError& e) {
     if (!hint) throw;
     throw CheckpointError(e.what() + older_valid_hint(context.dir, newest.step, newest.path));
@@ -346,7 +346,7 @@ std::string manifests_by_rank(const std::vector<int64_t>& hashes) {
 
 std::optional<CheckpointRun> load_newest_sharded_checkpoint(
     const ShardedCheckpointContext& context, int global_batch, StageModel& model,
-    OptimizerState& state, World& world, std::string* path) {
+    TrainingState& state, World& world, std::string* path) {
   std::optional<CompleteCheckpoint> newest;
   std::string failure;
   try {

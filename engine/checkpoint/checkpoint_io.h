@@ -3,7 +3,7 @@
 // whatever the placement and ZeRO stage.
 //
 // Saving: for each chunk and each of params, adam_m, adam_v, the state's owned ranges
-// (OptimizerState::owned_ranges: the whole chunk when replicated, this rank's part of every unit
+// (TrainingState::owned_ranges: the whole chunk when replicated, this rank's part of every unit
 // under ZeRO) intersected with the chunk's owned full runs (full_runs.h: a tensor held by several
 // tensor ranks or pipeline stages is written by one of them). Replicated state is further cut
 // evenly over the data ranks (rank d writes local elements [d*n/|D|, (d+1)*n/|D|)), so every
@@ -40,8 +40,8 @@
 #include "engine/checkpoint/checkpoint_lock.h"
 #include "engine/model/gpt.h"
 #include "engine/optim/lr_schedule.h"
-#include "engine/state/optimizer_state.h"
 #include "engine/state/stage_model.h"
+#include "engine/state/training_state.h"
 #include "engine/world/world.h"
 
 namespace plexus::engine {
@@ -70,14 +70,14 @@ struct ShardedCheckpointContext {
 // "lr" a finite number in (0, FLT_MAX], "min_lr_ratio" finite in [0, FLT_MAX], "warmup_steps" an
 // integer >= 0 and "decay_steps" an integer >= 1. Throws CheckpointError "checkpoint <path>:
 // manifest's training.<field> is <value>; valid: <range>".
-CheckpointRun training_state(const std::string& path, const nlohmann::json& training,
+CheckpointRun checkpoint_run(const std::string& path, const nlohmann::json& training,
                              int64_t manifest_step);
 
 // Writes <dir>/step-<next_step> from every rank; returns its path (on every rank). Rank 0 first
 // starts step-N.tmp afresh (prepare_checkpoint_step), then every rank writes its file.
 std::string save_sharded_checkpoint(const ShardedCheckpointContext& context,
                                     const CheckpointRun& run, StageModel& model,
-                                    OptimizerState& state, World& world);
+                                    TrainingState& state, World& world);
 
 // Every rank checks that dir can hold checkpoints (check_checkpoint_folder: created if
 // missing, a file created and removed in it), so a bad --checkpoint-dir is refused at start, not
@@ -98,6 +98,6 @@ std::unique_ptr<CheckpointFolderLock> lock_checkpoint_folder(
 // collective.
 std::optional<CheckpointRun> load_newest_sharded_checkpoint(
     const ShardedCheckpointContext& context, int global_batch, StageModel& model,
-    OptimizerState& state, World& world, std::string* path);
+    TrainingState& state, World& world, std::string* path);
 
 }  // namespace plexus::engine

@@ -3,17 +3,17 @@
 // the whole parameters. After backward the tied embedding's gradient is summed over the
 // embedding group and every plugin's after_backward runs in placement order (the D plugin
 // averages the gradient over the data group); each replica then takes the same AdamW step on
-// all of its elements. See optimizer_state.h for the call order.
+// all of its elements. See training_state.h for the call order.
 #pragma once
 
 #include <vector>
 
-#include "engine/state/optimizer_state.h"
+#include "engine/state/training_state.h"
 #include "engine/state/unit_partition.h"
 
 namespace plexus::engine {
 
-class ReplicatedState : public OptimizerState {
+class ReplicatedState : public TrainingState {
  public:
   ReplicatedState(StageModel& model, const ParallelGroups& groups, const ActivePlugins& plugins,
                   bool offload_optimizer, int world_rank, MemoryTracker& tracker);

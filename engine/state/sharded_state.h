@@ -27,14 +27,14 @@
 #include <memory>
 #include <vector>
 
-#include "engine/state/optimizer_state.h"
+#include "engine/state/training_state.h"
 #include "engine/state/unit_collectives.h"
 #include "engine/state/unit_partition.h"
 #include "engine/state/zero_unit_hooks.h"
 
 namespace plexus::engine {
 
-class ShardedState : public OptimizerState {
+class ShardedState : public TrainingState {
  public:
   // plan.zero_stage in 1..3; hooks: the sharding plugin's collectives on the data group (both
   // set; make_memory_plan checks it). Initialises the parameters to the matching slice of
@@ -46,7 +46,7 @@ class ShardedState : public OptimizerState {
   //                backward), the shard gradient committed;
   //   stage 3      unit by unit: commit the unit, init_unit_parameters, copy this rank's part to
   //                the shard, release the unit unless persistent.
-  // A model built with optimizer_state.h's model_storage(plan) therefore never holds its whole
+  // A model built with training_state.h's model_storage(plan) therefore never holds its whole
   // gradient (stages 2, 3) or its whole parameters (stage 3), not even here. Installs the hooks
   // (stages 2, 3) on every chunk. Throws std::logic_error for a stage outside 1..3.
   ShardedState(const plx_memory_plan_t& plan, const ShardingHooks& hooks, StageModel& model,

@@ -43,9 +43,9 @@ ShardSpec chunk_spec(const GptConfig& config, const StageLayout& layout, int chu
 class StageModel {
  public:
   // Builds this rank's chunks, their parameters and gradients committed or not as storage says
-  // (GptShard's StorageOptions; optimizer_state.h's model_storage() gives what a memory plan
+  // (GptShard's StorageOptions; training_state.h's model_storage() gives what a memory plan
   // needs), every buffer accounted in tracker (nullptr: memory_tracker(); must outlive the
-  // model). The parameters are zero until initialised (make_optimizer_state does it). Throws
+  // model). The parameters are zero until initialised (make_training_state does it). Throws
   // PlacementError if n_layer < P*v, std::invalid_argument from the model for a bad config
   // (n_head not divisible by T, ...).
   StageModel(const GptConfig& config, const StageLayout& layout, TensorParallelOps ops,

@@ -28,6 +28,6 @@ struct ResumeState {
 };
 
 ResumeState resume_training(const TrainOptions& o, const ShardedCheckpointContext& context,
-                            StageModel& model, OptimizerState& state, World& world);
+                            StageModel& model, TrainingState& state, World& world);
 
 }  // namespace plexus::engine

@@ -32,9 +32,9 @@
 #include "engine/plugin/active_plugins.h"
 #include "engine/plugin/plugin_loader.h"
 #include "engine/state/memory_plan.h"
-#include "engine/state/optimizer_state.h"
 #include "engine/state/param_gather.h"
 #include "engine/state/stage_model.h"
+#include "engine/state/training_state.h"
 #include "engine/train/blas_threads.h"
 #include "engine/train/device_choice.h"
 #include "engine/train/evaluate.h"
@@ -307,9 +307,9 @@ int train(const TrainOptions& options, World& world,
   for (int c = 0; c < model.num_chunks(); ++c) local_params += model.chunk(c).num_params();
   model.set_activation_policy(memory.activation_policy());
   set_setup_stage("initialising the optimizer state");
-  std::unique_ptr<OptimizerState> state =
-      make_optimizer_state(memory, model, groups, plugins, world.rank(), data_degree, d, o.seed,
-                           memory_tracker());
+  std::unique_ptr<TrainingState> state =
+      make_training_state(memory, model, groups, plugins, world.rank(), data_degree, d, o.seed,
+                          memory_tracker());
 
   if (o.explain) {
     print_explanation(explain_line(placement, world.rank(), model, plugins), world.comm(),

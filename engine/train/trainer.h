@@ -5,7 +5,7 @@
 // allocated (option_checks.h, size_limits.h), splits the D, P, T and embedding groups
 // (parallel_groups.h), loads one plugin per parallelism axis and per "+plugin", merges the memory
 // plugins' plans (memory_plan.h), builds this rank's model chunks (stage_model.h) and optimizer
-// state (optimizer_state.h: replicated, or ZeRO-sharded), locks --checkpoint-dir for the job and
+// state (training_state.h: replicated, or ZeRO-sharded), locks --checkpoint-dir for the job and
 // resumes from its newest sharded checkpoint if there is one (resume.h), then runs the training
 // loop (microbatch forward and backward, by the P plugin's schedule when |P| > 1; the state's
 // gradient reduction (plugins' after_backward, or ZeRO reduce-scatter) and tied-embedding sum;

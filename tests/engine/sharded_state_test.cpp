@@ -7,7 +7,7 @@
 //    once across the ranks, and params_written() makes the parameters whole again (stages 1, 2:
 //    the model's buffer; stage 3: the persistent units, the rest on the next gather);
 //  - after set-up only the shard and, for stage 3, the persistent units are committed;
-// and, with one private MemoryTracker from before the model is built (as optimizer_state.h's
+// and, with one private MemoryTracker from before the model is built (as training_state.h's
 // model_storage() builds it) to after three training steps, that the gradient peak under
 // ZeRO-2/3 and the parameter peak under ZeRO-3 are the shard plus the units in flight, never
 // the whole model, set-up included (DeepSpeed's zero.Init), and that the losses are those of the
@@ -28,8 +28,8 @@
 
 #include "engine/optim/grad_clip.h"
 #include "engine/placement/placement.h"
-#include "engine/state/optimizer_state.h"
 #include "engine/state/stage_model.h"
+#include "engine/state/training_state.h"
 #include "engine/world/parallel_groups.h"
 #include "plexus/plexus.h"
 #include "tests/support/multiprocess.h"

@@ -1,6 +1,6 @@
-// optimizer_state.cpp - choosing the training state a memory plan asks for (see
-// optimizer_state.h).
-#include "engine/state/optimizer_state.h"
+// training_state.cpp - choosing the training state a memory plan asks for (see
+// training_state.h).
+#include "engine/state/training_state.h"
 
 #include "engine/state/replicated_state.h"
 #include "engine/state/sharded_state.h"
@@ -14,12 +14,12 @@ StorageOptions model_storage(const plx_memory_plan_t& plan) {
   return storage;
 }
 
-std::unique_ptr<OptimizerState> make_optimizer_state(const MemoryPlan& plan, StageModel& model,
-                                                     const ParallelGroups& groups,
-                                                     const ActivePlugins& plugins,
-                                                     int world_rank, int data_degree,
-                                                     int data_rank, uint64_t seed,
-                                                     MemoryTracker& tracker) {
+std::unique_ptr<TrainingState> make_training_state(const MemoryPlan& plan, StageModel& model,
+                                                   const ParallelGroups& groups,
+                                                   const ActivePlugins& plugins,
+                                                   int world_rank, int data_degree,
+                                                   int data_rank, uint64_t seed,
+                                                   MemoryTracker& tracker) {
   if (!plan.sharded()) {
     for (int c = 0; c < model.num_chunks(); ++c) model.chunk(c).init_parameters(seed);
     return std::make_unique<ReplicatedState>(model, groups, plugins,

@@ -1,4 +1,4 @@
-// optimizer_state.h - the training state a step goes through after its forward and backward
+// training_state.h - the training state a step goes through after its forward and backward
 // passes: the gradients, AdamW's moments and the parameters, held either whole on every
 // data-parallel replica (replicated_state.h, the plain D plugin's way) or sharded over the
 // data group (sharded_state.h, ZeRO stages 1-3), on the device pool or, for the moments, the
@@ -52,9 +52,9 @@ struct OwnedRange {
   float* data = nullptr;
 };
 
-class OptimizerState {
+class TrainingState {
  public:
-  virtual ~OptimizerState() = default;
+  virtual ~TrainingState() = default;
 
   virtual void zero_grad() = 0;
   virtual void reduce_gradients() = 0;
@@ -92,11 +92,11 @@ StorageOptions model_storage(const plx_memory_plan_t& plan);
 // model, groups, plugins and tracker must outlive the state. Throws CommFailure, and
 // std::logic_error from init_parameters for a replicated state over a model built without its
 // parameters committed.
-std::unique_ptr<OptimizerState> make_optimizer_state(const MemoryPlan& plan, StageModel& model,
-                                                     const ParallelGroups& groups,
-                                                     const ActivePlugins& plugins,
-                                                     int world_rank, int data_degree,
-                                                     int data_rank, uint64_t seed,
-                                                     MemoryTracker& tracker);
+std::unique_ptr<TrainingState> make_training_state(const MemoryPlan& plan, StageModel& model,
+                                                   const ParallelGroups& groups,
+                                                   const ActivePlugins& plugins,
+                                                   int world_rank, int data_degree,
+                                                   int data_rank, uint64_t seed,
+                                                   MemoryTracker& tracker);
 
 }  // namespace plexus::engine
