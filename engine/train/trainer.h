@@ -28,7 +28,4 @@ namespace plexus::engine {
 // "plexus-train: rank R:". Never throws.
 int run_training(const TrainOptions& options);
 
-// Loads a checkpoint and prints generated text to stdout. Same exit codes as run_training.
-int run_sampling(const SampleOptions& options);
-
 }  // namespace plexus::engine

@@ -12,6 +12,7 @@
 #include "engine/placement/smp_config_source.h"
 #include "engine/train/options.h"
 #include "engine/train/predict.h"
+#include "engine/train/sampler.h"
 #include "engine/train/stop_request.h"
 #include "engine/train/trainer.h"
 #include "engine/world/world.h"
