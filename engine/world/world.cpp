@@ -1,41 +1,28 @@
 #include "engine/world/world.h"
 
-#include <climits>
 #include <cstdio>
-#include <initializer_list>
-#include <optional>
 #include <string>
 
-#include "topology/settings/config_read.h"
+#include "topology/launcher_env.h"
 
 namespace plexus::engine {
 
 namespace {
-// The first of `names` that is set, if it is a number in min..INT_MAX, else `fallback`.
-int first_launcher_number(std::initializer_list<const char*> names, int min, int fallback) {
-  for (const char* name : names) {
-    if (const std::optional<std::string> text = env_value(name)) {
-      int64_t value = 0;
-      std::string ignored;
-      return parse_integer_text(name, *text, min, INT_MAX, &value, &ignored) == PLX_SUCCESS
-                 ? static_cast<int>(value)
-                 : fallback;
-    }
+// The launcher's rank and world size (topology/launcher_env.h, the reader comm's bootstrap
+// uses); a malformed or inconsistent environment reads as rank 0 of 1.
+topology::LauncherEnv launcher_environment() {
+  topology::LauncherEnv env;
+  std::string ignored;
+  if (topology::read_launcher_env(&env, &ignored, /*with_local=*/false) != PLX_SUCCESS) {
+    return topology::LauncherEnv{};
   }
-  return fallback;
+  return env;
 }
 }  // namespace
 
-int rank_from_environment() {
-  return first_launcher_number(
-      {"PLEXUS_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}, 0, 0);
-}
+int rank_from_environment() { return launcher_environment().rank; }
 
-int world_size_from_environment() {
-  return first_launcher_number(
-      {"PLEXUS_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, 1,
-      1);
-}
+int world_size_from_environment() { return launcher_environment().world_size; }
 
 World::~World() { abort(); }
 

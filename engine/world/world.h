@@ -22,10 +22,11 @@ class CommFailure : public std::runtime_error {
   plx_result_t result_;
 };
 
-// The rank and world size as the launcher set them (the families plx_comm_init_from_env reads,
-// in its order), for what must be known before the communicator exists: messages naming the
-// rank, the work only rank 0 does. A malformed or missing value reads as 0 and 1 (the
-// communicator then reports a malformed one, naming the variable).
+// The rank and world size as the launcher set them (topology/launcher_env.h: the families
+// plx_comm_init_from_env reads, in its order, through the same reader), for what must be known
+// before the communicator exists: messages naming the rank, the work only rank 0 does. A
+// missing, malformed or inconsistent environment reads as 0 and 1 (the communicator then
+// reports what is wrong, naming the variable).
 int rank_from_environment();
 int world_size_from_environment();
 
