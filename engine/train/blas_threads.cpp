@@ -12,8 +12,7 @@ namespace plexus::engine {
 
 int choose_blas_threads(int local_size) {
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    openblas_set_num_threads(
-        std::max(1, topology::physical_core_count() / std::max(1, local_size)));
+    openblas_set_num_threads(topology::threads_per_rank(local_size));
   }
   return std::max(1, openblas_get_num_threads());
 }

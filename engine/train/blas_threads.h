@@ -1,5 +1,6 @@
 // blas_threads.h - how many BLAS threads each rank runs: the host's physical cores shared by the
-// ranks on it (at least one each), unless OPENBLAS_NUM_THREADS says otherwise.
+// ranks on it (at least one each; topology::threads_per_rank, the rule plexus-run applies too),
+// unless OPENBLAS_NUM_THREADS says otherwise.
 #pragma once
 
 namespace plexus::engine {
