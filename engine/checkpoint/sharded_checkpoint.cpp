@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "topology/output_path.h"
+#include "topology/writable_folder.h"
 
 #include "engine/checkpoint/shard_file.h"
 #include "engine/model/gpt_shard.h"
@@ -133,14 +134,9 @@ void check_checkpoint_folder(const std::string& dir) {
   if (ec && !fs::is_directory(dir, ignored)) {
     throw CheckpointError("checkpoint folder '" + dir + "': cannot create it: " + ec.message());
   }
-  std::string probe = dir + "/.plexus-write-check-XXXXXX";
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    throw CheckpointError("checkpoint folder '" + dir + "' is not writable: " +
-                          std::strerror(errno));
+  if (const std::string why = topology::writable_folder_problem(dir); !why.empty()) {
+    throw CheckpointError("checkpoint " + why);
   }
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 void prepare_checkpoint_step(const std::string& dir, int64_t step, const std::string& job) {
