@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/shard_file.h"
 #include "engine/checkpoint/sharded_checkpoint.h"

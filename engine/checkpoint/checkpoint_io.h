@@ -35,7 +35,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "engine/checkpoint/checkpoint_lock.h"
 #include "engine/model/gpt.h"

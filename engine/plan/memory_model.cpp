@@ -2,6 +2,7 @@
 #include "engine/plan/memory_model.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>

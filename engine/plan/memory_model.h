@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_shard.h"

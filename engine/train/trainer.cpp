@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/checkpoint_io.h"
