@@ -13,7 +13,8 @@
 // and validation loss every val_every steps, saving sharded checkpoints every save_every steps,
 // at the end and when a SIGTERM/SIGINT asks it to stop (stop_request.h; during set-up such a
 // signal ends the rank at once), and at the end the single-file checkpoint (and --save-params)
-// gathered to rank 0 and the memory peaks. See docs/placement.md, docs/memory.md and
+// gathered to rank 0 and the memory peaks. Each of these is a named step of training_run.h,
+// which trainer.cpp's train() calls in order. See docs/placement.md, docs/memory.md and
 // docs/checkpoints.md.
 #pragma once
 

@@ -106,7 +106,7 @@ def parse_args(argv=None):
 
 def learning_rate(args, step):
     """Linear warm-up, then cosine decay to lr * min_lr_ratio at the last step, as
-    plexus-train's learning_rate (engine/train/trainer.cpp:54). step counts from 0."""
+    plexus-train's learning_rate (engine/optim/lr_schedule.h). step counts from 0."""
     if step < args.warmup_steps:
         return args.lr * (step + 1) / args.warmup_steps
     span = max(1, args.steps - args.warmup_steps)
@@ -136,7 +136,8 @@ def validation_loss(model, data, args, rank, world_size):
 
 
 def train(args, rank, world_size):
-    """The training loop of one rank (engine/train/trainer.cpp:393-450, D-only placement)."""
+    """The training loop of one rank (train_loop and train_step in engine/train/training_loop.cpp,
+    D-only placement)."""
     if args.batch_size % world_size != 0:
         raise SystemExit(f"gpt_ddp: --batch-size {args.batch_size} does not split over "
                          f"world size {world_size}")
