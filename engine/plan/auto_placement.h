@@ -5,7 +5,7 @@
 // the table, and every rank continues with the chosen plan's placement and options.
 #pragma once
 
-#include "engine/train/options.h"
+#include "engine/config/options.h"
 #include "engine/world/world.h"
 
 namespace plexus::engine {

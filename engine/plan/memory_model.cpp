@@ -9,13 +9,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/config/model_config.h"
 #include "engine/memory/memory_tracker.h"
 #include "engine/model/activation_policy.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/shard_activations.h"
 #include "engine/state/memory_plan.h"
 #include "engine/state/stage_model.h"
-#include "engine/train/model_config.h"
 
 namespace plexus::engine {
 

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_model.h"
+#include "engine/config/options.h"
 #include "engine/data/text_dataset.h"
 #include "engine/model/gpt.h"
 #include "engine/state/stage_model.h"
 #include "engine/state/training_state.h"
-#include "engine/train/options.h"
 #include "engine/world/world.h"
 
 namespace plexus::engine {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "engine/checkpoint/schedule_resume.h"
+#include "engine/config/options.h"
 #include "engine/placement/placement.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 

@@ -16,8 +16,8 @@
 
 #include "engine/checkpoint/checkpoint_io.h"
 #include "engine/checkpoint/checkpoint_lock.h"
+#include "engine/config/options.h"
 #include "engine/optim/lr_schedule.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 

@@ -10,16 +10,16 @@
 
 #include <fmt/core.h>
 
+#include "engine/config/blas_threads.h"
+#include "engine/config/model_config.h"
 #include "engine/memory/memory_tracker.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/plan/auto_placement.h"
 #include "engine/plan/memory_model.h"
-#include "engine/train/blas_threads.h"
 #include "engine/train/device_choice.h"
 #include "engine/train/evaluate.h"
 #include "engine/train/explain.h"
 #include "engine/train/memory_report.h"
-#include "engine/train/model_config.h"
 #include "engine/train/option_checks.h"
 #include "engine/train/output_checks.h"
 #include "engine/train/stop_request.h"

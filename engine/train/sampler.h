@@ -4,7 +4,7 @@
 // gives the same text on every machine. See README.md and docs/checkpoints.md.
 #pragma once
 
-#include "engine/train/options.h"
+#include "engine/config/options.h"
 
 namespace plexus::engine {
 

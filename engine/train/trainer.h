@@ -20,7 +20,7 @@
 
 #include <string>
 
-#include "engine/train/options.h"
+#include "engine/config/options.h"
 
 namespace plexus::engine {
 

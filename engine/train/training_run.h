@@ -17,6 +17,8 @@
 
 #include "engine/checkpoint/checkpoint_io.h"
 #include "engine/checkpoint/checkpoint_model.h"
+#include "engine/config/options.h"
+#include "engine/config/size_limits.h"
 #include "engine/data/text_dataset.h"
 #include "engine/model/gpt.h"
 #include "engine/placement/placement.h"
@@ -24,9 +26,7 @@
 #include "engine/state/memory_plan.h"
 #include "engine/state/stage_model.h"
 #include "engine/state/training_state.h"
-#include "engine/train/options.h"
 #include "engine/train/resume.h"
-#include "engine/train/size_limits.h"
 #include "engine/world/parallel_groups.h"
 #include "engine/world/world.h"
 

@@ -79,7 +79,7 @@ def parse_args(argv=None):
                    help="torch threads per rank; 0: the cores shared by the ranks on this host")
     p.add_argument("--data", default=str(REPO_ROOT / "data" / "moby_dick.txt"),
                    help="text file; byte-level tokens, last 10%% validation")
-    # Defaults below are plexus-train's (engine/train/options.h), except --steps (1000 there).
+    # Defaults below are plexus-train's (engine/config/options.h), except --steps (1000 there).
     p.add_argument("--n-layer", type=int, default=4, help="transformer blocks")
     p.add_argument("--n-head", type=int, default=4, help="attention heads")
     p.add_argument("--n-embd", type=int, default=128, help="embedding width")

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "engine/config/options.h"
 #include "engine/placement/smp_config.h"
 #include "engine/placement/smp_config_source.h"
-#include "engine/train/options.h"
 #include "engine/train/predict.h"
 #include "engine/train/sampler.h"
 #include "engine/train/stop_request.h"

@@ -1,4 +1,4 @@
-#include "engine/train/size_limits.h"
+#include "engine/config/size_limits.h"
 
 #include <unistd.h>
 

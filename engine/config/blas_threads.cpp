@@ -1,5 +1,5 @@
 // blas_threads.cpp - see blas_threads.h.
-#include "engine/train/blas_threads.h"
+#include "engine/config/blas_threads.h"
 
 #include <cblas.h>
 

@@ -2,8 +2,8 @@
 // of 256), context --seq-len, --n-layer blocks of --n-head heads and --n-embd width.
 #pragma once
 
+#include "engine/config/options.h"
 #include "engine/model/gpt.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 

@@ -1,5 +1,5 @@
 // model_config.cpp - see model_config.h.
-#include "engine/train/model_config.h"
+#include "engine/config/model_config.h"
 
 namespace plexus::engine {
 
