@@ -201,16 +201,4 @@ plx_result_t bind_this_thread(const std::string& cpus, std::string* error) {
   return PLX_SUCCESS;
 }
 
-plx_result_t this_thread_cpus(std::string* out, std::string* error) {
-  hwloc_topology_t t = nullptr;
-  if (plx_result_t rc = load(&t, error); rc != PLX_SUCCESS) return rc;
-  Bitmap set;
-  if (hwloc_get_thread_cpubind(t, pthread_self(), set.b, 0) != 0) {
-    *error = "hwloc_get_thread_cpubind: " + errno_text(errno);
-    return PLX_ERROR_SYSTEM;
-  }
-  *out = list_of(set.b);
-  return PLX_SUCCESS;
-}
-
 }  // namespace plexus::topology

@@ -60,7 +60,4 @@ plx_result_t plan_pinning(std::optional<PinMode> mode, int local_rank, int local
 // cpus and errno when hwloc or the kernel refuses.
 plx_result_t bind_this_thread(const std::string& cpus, std::string* error);
 
-// The cpulist the calling thread may run on (hwloc_get_cpubind, HWLOC_CPUBIND_THREAD).
-plx_result_t this_thread_cpus(std::string* out, std::string* error);
-
 }  // namespace plexus::topology

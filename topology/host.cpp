@@ -3,6 +3,7 @@
 #include <hwloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "topology/settings/config_read.h"
@@ -34,6 +35,10 @@ int physical_core_count() {
   int cores = count_objects(HWLOC_OBJ_CORE);
   if (cores < 1) cores = allowed_pu_count();
   return cores < 1 ? 1 : cores;
+}
+
+int threads_per_rank(int ranks_on_host) {
+  return std::max(1, physical_core_count() / std::max(1, ranks_on_host));
 }
 
 int allowed_pu_count() {

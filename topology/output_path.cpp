@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "topology/writable_folder.h"
+
 namespace plexus::topology {
 
 namespace {
@@ -21,29 +23,15 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
+
+}  // namespace
+
 std::string folder_of(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
-
-// "" if `folder` is an existing, writable folder (a probe file is created and removed in it).
-std::string folder_problem(const std::string& folder) {
-  struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0) {
-    return "folder '" + folder + "' cannot be used: " + std::strerror(errno);
-  }
-  if (!S_ISDIR(st.st_mode)) return "folder '" + folder + "' is not a folder";
-  std::string probe = folder + "/.plexus-write-check-XXXXXX";
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) return "folder '" + folder + "' is not writable: " + std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
-}
-
-}  // namespace
 
 std::string replace_target_problem(const std::string& path) {
   struct stat st {};
@@ -68,7 +56,7 @@ std::string output_file_problem(const std::string& path, bool folders_created) {
       folder = folder_of(folder);
     }
   }
-  if (std::string why = folder_problem(folder); !why.empty()) return "'" + path + "': " + why;
+  if (std::string why = writable_folder_problem(folder); !why.empty()) return "'" + path + "': " + why;
   return "";
 }
 

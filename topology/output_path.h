@@ -8,6 +8,10 @@
 
 namespace plexus::topology {
 
+// The folder of a file path: the text before the last '/', "." if none, "/" for a file in the
+// root.
+std::string folder_of(const std::string& path);
+
 // "" if renaming a new file onto `path` replaces nothing but a regular file: `path` does not
 // exist, or lstat() says it is a regular file (a symbolic link is not followed). Otherwise the
 // reason, naming the path: "'P' exists and is a symbolic link (...); refusing to replace it".
@@ -16,8 +20,8 @@ std::string replace_target_problem(const std::string& path);
 // "" if a file can be written at `path` now: replace_target_problem(path) is "" and its folder
 // (the text before the last '/', "." if none) exists, is a folder and a file can be created and
 // removed in it. With `folders_created` (the writer creates missing folders), a missing folder
-// is fine if its nearest existing ancestor is a writable folder. Otherwise the reason, naming
-// the path or the folder.
+// is fine if its nearest existing ancestor is a writable folder (writable_folder.h's probe).
+// Otherwise the reason, naming the path or the folder.
 std::string output_file_problem(const std::string& path, bool folders_created = false);
 
 }  // namespace plexus::topology

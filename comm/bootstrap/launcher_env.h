@@ -1,32 +1,17 @@
-// launcher_env.h - who am I? Rank, world size and rendezvous address from the launcher's env.
-//
-// Families are tried in the order plexus.h documents for plx_comm_init_from_env: Plexus's own
-// PLEXUS_*, torchrun, Open MPI, MPICH/Hydra, Slurm. The first family whose rank or size variable
-// is set provides both; local rank and local size are looked up independently (first one set).
+// launcher_env.h - the launcher's environment (rank, world size, local rank and size, rendezvous
+// address) as the bootstrap reads it: topology/launcher_env.h's reader, the one every layer
+// uses, with its errors reported through set_error (plx_get_last_error).
 #pragma once
 
-#include <string>
-
 #include "plexus/plexus.h"
+#include "topology/launcher_env.h"
 
 namespace plexus::bootstrap {
 
-struct LauncherEnv {
-  std::string family = "none";  // "PLEXUS", "torchrun", "Open MPI", "MPICH", "Slurm" or "none"
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = -1;  // -1: not given, computed from host ids at rendezvous
-  int local_size = -1;  // -1: not given
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-};
+using topology::LauncherEnv;
 
-// Reads the environment. Returns PLX_ERROR_INVALID_ARGUMENT (message names the variable and its
-// value) for a malformed value, a family with only one of rank/size set, a rank not below the
-// world size, or a local rank not below the local size. *out is written only on success.
-// With with_local false the local rank and size variables are not read (both stay -1): what a
-// rank needs to reach the rendezvous, so that one whose local variables are bad can still tell
-// every other rank why (plx_comm_init_from_env).
+// topology::read_launcher_env; a refusal (PLX_ERROR_INVALID_ARGUMENT, naming the variable and
+// its value) is set_error'ed. *out is written only on success.
 plx_result_t read_launcher_env(LauncherEnv* out, bool with_local = true);
 
 }  // namespace plexus::bootstrap

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 namespace plexus::engine {
 

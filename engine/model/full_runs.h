@@ -1,6 +1,6 @@
 // full_runs.h - where a shard's elements sit in the full model: runs of contiguous elements
 // shared by the shard's flat buffer (gpt_shard.h) and Gpt's flat layout (gpt.h), the map that
-// sharded checkpoints are keyed by (engine/train/sharded_checkpoint.h).
+// sharded checkpoints are keyed by (engine/checkpoint/sharded_checkpoint.h).
 //
 // A run {local_offset, full_offset, count} says: shard elements [local_offset, +count) are the
 // full model's elements [full_offset, +count). A shard tensor maps as (tp rank r, tp degree n):

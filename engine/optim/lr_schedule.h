@@ -1,7 +1,7 @@
 // lr_schedule.h - the learning-rate schedule: linear warm-up over warmup_steps, then cosine decay
 // from lr to lr * min_lr_ratio, reached at step decay_steps (as in nanoGPT). Steps past
 // decay_steps stay at the minimum. plexus-train decays over its --steps; a resumed run keeps the
-// schedule of its checkpoint or refuses a changed one (engine/train/schedule_resume.h).
+// schedule of its checkpoint or refuses a changed one (engine/checkpoint/schedule_resume.h).
 #pragma once
 
 #include <cstdint>

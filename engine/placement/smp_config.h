@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/options.h"
 #include "engine/device/compute.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 

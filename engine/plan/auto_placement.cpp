@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/config/blas_threads.h"
+#include "engine/config/model_config.h"
+#include "engine/config/size_limits.h"
 #include "engine/device/compute.h"
 #include "engine/device/device.h"
 #include "engine/plan/planner.h"
 #include "engine/plan/sync_probe.h"
-#include "engine/train/blas_threads.h"
-#include "engine/train/model_config.h"
-#include "engine/train/size_limits.h"
 #include "plexus/plexus.h"
 
 namespace plexus::engine {

@@ -5,8 +5,8 @@
 // the table, and every rank continues with the chosen plan's placement and options.
 #pragma once
 
-#include "engine/train/options.h"
-#include "engine/train/world.h"
+#include "engine/config/options.h"
+#include "engine/world/world.h"
 
 namespace plexus::engine {
 

@@ -2,19 +2,20 @@
 #include "engine/plan/memory_model.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/config/model_config.h"
 #include "engine/memory/memory_tracker.h"
 #include "engine/model/activation_policy.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/shard_activations.h"
-#include "engine/train/memory_plan.h"
-#include "engine/train/model_config.h"
-#include "engine/train/stage_model.h"
+#include "engine/state/memory_plan.h"
+#include "engine/state/stage_model.h"
 
 namespace plexus::engine {
 

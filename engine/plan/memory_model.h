@@ -27,12 +27,12 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
+#include "engine/config/options.h"
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_shard.h"
 #include "engine/model/param_units.h"
-#include "engine/train/options.h"
 #include "plexus/plugin.h"
 
 namespace plexus::engine {

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/options.h"
 #include "engine/plan/compute_probe.h"
 #include "engine/plan/memory_model.h"
 #include "engine/plan/plan_candidate.h"
 #include "engine/plan/step_time_model.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 

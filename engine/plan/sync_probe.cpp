@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "engine/train/world.h"
+#include "engine/world/world.h"
 
 namespace plexus::engine {
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <string>
 
 #include "plexus/plexus.h"
 #include "topology/settings/config_read.h"
@@ -34,6 +35,27 @@ std::string library_dir() {
   std::error_code ec;
   fs::path library = fs::canonical(info.dli_fname, ec);
   return ec ? std::string() : library.parent_path().string();
+}
+
+// The highest N (up to kMaxProbedAbi) for which the library exports plx_plugin_entry_v<N>, 0 if
+// none: what ABI a plugin that lacks this engine's symbol was built for. Probed only on that
+// failure path.
+constexpr uint32_t kMaxProbedAbi = 999;
+uint32_t exported_abi(void* handle) {
+  for (uint32_t n = kMaxProbedAbi; n >= 1; --n) {
+    if (dlsym(handle, (PLX_PLUGIN_ENTRY_PREFIX + std::to_string(n)).c_str()) != nullptr) return n;
+  }
+  return 0;
+}
+
+// "plugin 'NAME': FILE was built for plugin ABI N (SYMBOL) but this engine speaks 1..3
+// (plx_plugin_entry_v3; plx_plugin_v1 for ABI 1 to 3)".
+std::string abi_mismatch(const std::string& name, const std::string& file, uint32_t abi,
+                         const std::string& symbol) {
+  return "plugin '" + name + "': " + file + " was built for plugin ABI " + std::to_string(abi) +
+         " (" + symbol + ") but this engine speaks 1.." + std::to_string(PLX_PLUGIN_ABI_VERSION) +
+         " (" + PLX_PLUGIN_ENTRY_SYMBOL + "; " + PLX_PLUGIN_LEGACY_ENTRY_SYMBOL +
+         " for ABI 1 to 3)";
 }
 }  // namespace
 
@@ -72,7 +94,10 @@ std::vector<std::string> available_plugins() {
 }
 
 LoadedPlugin::LoadedPlugin(LoadedPlugin&& other) noexcept
-    : handle_(other.handle_), api_(other.api_), path_(std::move(other.path_)) {
+    : handle_(other.handle_),
+      api_(other.api_),
+      path_(std::move(other.path_)),
+      entry_symbol_(std::move(other.entry_symbol_)) {
   other.handle_ = nullptr;
   other.api_ = plx_plugin_t{};
 }
@@ -83,6 +108,7 @@ LoadedPlugin& LoadedPlugin::operator=(LoadedPlugin&& other) noexcept {
     handle_ = other.handle_;
     api_ = other.api_;
     path_ = std::move(other.path_);
+    entry_symbol_ = std::move(other.entry_symbol_);
     other.handle_ = nullptr;
     other.api_ = plx_plugin_t{};
   }
@@ -118,26 +144,41 @@ LoadedPlugin load_plugin(const std::string& name) {
   if (plugin.handle_ == nullptr) {
     throw PluginError("plugin '" + name + "': dlopen " + found + ": " + dlerror());
   }
-  auto entry = reinterpret_cast<plx_plugin_entry_fn>(dlsym(plugin.handle_, PLX_PLUGIN_ENTRY_SYMBOL));
-  if (entry == nullptr) {
-    throw PluginError("plugin '" + name + "': " + found + " does not export " +
-                      PLX_PLUGIN_ENTRY_SYMBOL);
+  // This ABI's entry symbol, else the one every plugin exported before the symbol carried the
+  // version (ABI 1 to 3, told apart by the table's abi_version).
+  std::string symbol = PLX_PLUGIN_ENTRY_SYMBOL;
+  void* address = dlsym(plugin.handle_, symbol.c_str());
+  if (address == nullptr) {
+    symbol = PLX_PLUGIN_LEGACY_ENTRY_SYMBOL;
+    address = dlsym(plugin.handle_, symbol.c_str());
   }
-  const plx_plugin_t* table = entry();
+  if (address == nullptr) {
+    if (const uint32_t other = exported_abi(plugin.handle_); other != 0) {
+      throw PluginError(abi_mismatch(name, found, other, PLX_PLUGIN_ENTRY_PREFIX +
+                                                             std::to_string(other)));
+    }
+    throw PluginError("plugin '" + name + "': " + found + " does not export " +
+                      PLX_PLUGIN_ENTRY_SYMBOL + " (plugin ABI " +
+                      std::to_string(PLX_PLUGIN_ABI_VERSION) + ")");
+  }
+  plugin.entry_symbol_ = symbol;
+  const plx_plugin_t* table = reinterpret_cast<plx_plugin_entry_fn>(address)();
+  const bool legacy = symbol == PLX_PLUGIN_LEGACY_ENTRY_SYMBOL;
   // A version N table is at least as large as version N's fields; older versions load with the
   // later hooks read as NULL (the table grows only by appending).
   const size_t needed = table == nullptr          ? sizeof(plx_plugin_t)
                         : table->abi_version >= 3 ? sizeof(plx_plugin_t)
                         : table->abi_version == 2 ? PLX_PLUGIN_V2_SIZE
                                                   : PLX_PLUGIN_V1_SIZE;
-  if (table == nullptr || table->abi_version < 1 ||
-      table->abi_version > PLX_PLUGIN_ABI_VERSION || table->struct_size < needed ||
-      table->name == nullptr) {
-    throw PluginError("plugin '" + name + "': " + found + " was built for plugin ABI " +
-                      std::to_string(table ? table->abi_version : 0) +
-                      (table ? " (table of " + std::to_string(table->struct_size) + " bytes)"
-                             : std::string()) +
-                      " but this engine speaks 1.." + std::to_string(PLX_PLUGIN_ABI_VERSION));
+  // Through this ABI's symbol the table must say this ABI; through the legacy one, 1..3.
+  const bool version_ok = table != nullptr && (legacy ? table->abi_version >= 1 &&
+                                                            table->abi_version <= 3
+                                                      : table->abi_version ==
+                                                            PLX_PLUGIN_ABI_VERSION);
+  if (!version_ok || table->struct_size < needed || table->name == nullptr) {
+    throw PluginError(
+        abi_mismatch(name, found, table ? table->abi_version : 0, symbol) +
+        (table ? " (table of " + std::to_string(table->struct_size) + " bytes)" : std::string()));
   }
   std::memcpy(&plugin.api_, table, std::min(table->struct_size, sizeof(plx_plugin_t)));
   if (name != plugin.api_.name) {

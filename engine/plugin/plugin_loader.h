@@ -37,19 +37,26 @@ class LoadedPlugin {
 
   const plx_plugin_t& api() const { return api_; }
   const std::string& path() const { return path_; }
-  // The ABI version the plugin was built for (1 or 2).
+  // The ABI version the plugin was built for (1, 2 or 3).
   uint32_t abi_version() const { return api_.abi_version; }
+  // The symbol it was loaded through: PLX_PLUGIN_ENTRY_SYMBOL (plx_plugin_entry_v3), or
+  // PLX_PLUGIN_LEGACY_ENTRY_SYMBOL (plx_plugin_v1) for a plugin built before the symbol carried
+  // the ABI version.
+  const std::string& entry_symbol() const { return entry_symbol_; }
 
  private:
   friend LoadedPlugin load_plugin(const std::string& name);
   void* handle_ = nullptr;
   plx_plugin_t api_{};  // copied from the plugin, widened; its strings point into the library
   std::string path_;
+  std::string entry_symbol_;
 };
 
-// Loads plugin `name`. Accepts plugins built for ABI version 1 (struct_size at least
-// PLX_PLUGIN_V1_SIZE) and 2. Throws PluginError naming the plugin and listing the available ones
-// when it is not found, or giving dlerror() text, or the ABI mismatch.
+// Loads plugin `name` through PLX_PLUGIN_ENTRY_SYMBOL (its table's abi_version must be this
+// ABI's), or through the legacy plx_plugin_v1 (abi_version 1, 2 or 3; struct_size at least that
+// version's fields). Throws PluginError naming the plugin and listing the available ones when
+// it is not found, or giving dlerror() text, or the ABI mismatch: "plugin 'NAME': FILE was built
+// for plugin ABI N (plx_plugin_entry_vN) but this engine speaks 1..3 (plx_plugin_entry_v3; ...)".
 LoadedPlugin load_plugin(const std::string& name);
 
 }  // namespace plexus::engine

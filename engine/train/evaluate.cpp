@@ -44,7 +44,7 @@ ModelCheckpoint evaluation_checkpoint(TrainOptions* o) {
 }
 
 void load_full_parameters(const std::vector<float>& full, StageModel& model,
-                          OptimizerState& state) {
+                          TrainingState& state) {
   std::vector<float> values;
   for (int c = 0; c < model.num_chunks(); ++c) {
     const GptShard& shard = model.chunk(c);

@@ -5,7 +5,7 @@
 // the model's sizes taken from the checkpoint (evaluation_model), then:
 //  - load_full_parameters puts the checkpoint's parameters (Gpt's flat layout) into every chunk
 //    of this rank: each chunk's slice (extract_from_full, the reverse of gather_full_model's
-//    scatter) through OptimizerState::load_values, so replicated and ZeRO states alike keep
+//    scatter) through TrainingState::load_values, so replicated and ZeRO states alike keep
 //    their part;
 //  - evaluate_validation runs every window of TextDataset::validation_windows() forward once:
 //    the windows are taken in global batches of `global_rows` (--batch-size), rank d of |D|
@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_model.h"
+#include "engine/config/options.h"
 #include "engine/data/text_dataset.h"
 #include "engine/model/gpt.h"
-#include "engine/train/checkpoint_model.h"
-#include "engine/train/optimizer_state.h"
-#include "engine/train/options.h"
-#include "engine/train/stage_model.h"
-#include "engine/train/world.h"
+#include "engine/state/stage_model.h"
+#include "engine/state/training_state.h"
+#include "engine/world/world.h"
 
 namespace plexus::engine {
 
@@ -48,7 +48,7 @@ ModelCheckpoint evaluation_checkpoint(TrainOptions* options);
 // Sets every chunk of `model` to its part of `full` (Gpt's flat layout, full_num_params
 // floats) through state.load_values. Every data rank calls it with the same values.
 void load_full_parameters(const std::vector<float>& full, StageModel& model,
-                          OptimizerState& state);
+                          TrainingState& state);
 
 // The whole validation split through the model (see above). Collective over the world: every
 // rank calls it. Throws CommFailure and what the model throws.

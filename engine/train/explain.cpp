@@ -6,7 +6,7 @@
 
 #include <fmt/core.h>
 
-#include "engine/train/world.h"
+#include "engine/world/world.h"
 
 namespace plexus::engine {
 

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "engine/placement/placement.h"
-#include "engine/train/active_plugins.h"
-#include "engine/train/stage_model.h"
+#include "engine/plugin/active_plugins.h"
+#include "engine/state/stage_model.h"
 
 namespace plexus::engine {
 

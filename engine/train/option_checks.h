@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "engine/checkpoint/schedule_resume.h"
+#include "engine/config/options.h"
 #include "engine/placement/placement.h"
-#include "engine/train/options.h"
-#include "engine/train/schedule_resume.h"
 
 namespace plexus::engine {
 

@@ -20,13 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/checkpoint/checkpoint_model.h"
 #include "engine/device/compute.h"
 #include "engine/model/gpt.h"
 #include "engine/model/rng.h"
 #include "engine/placement/placement.h"
-#include "engine/train/checkpoint_model.h"
 #include "engine/train/token_sampling.h"
-#include "engine/train/world.h"
+#include "engine/world/world.h"
 #include "topology/output_path.h"
 #include "topology/topology_file.h"
 

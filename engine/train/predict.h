@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <string>
 
-#include "engine/train/options.h"
+#include "engine/config/options.h"
 
 namespace plexus::engine {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/schedule_resume.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/train/option_checks.h"
-#include "engine/train/schedule_resume.h"
-#include "engine/train/sharded_checkpoint.h"
 
 namespace plexus::engine {
 
@@ -20,7 +20,7 @@ void say(const std::string& line) {
 }  // namespace
 
 ResumeState resume_training(const TrainOptions& o, const ShardedCheckpointContext& context,
-                            StageModel& model, OptimizerState& state, World& world) {
+                            StageModel& model, TrainingState& state, World& world) {
   ResumeState r;
   r.schedule = LrSchedule{o.lr, o.min_lr_ratio, o.warmup_steps, o.steps};
   if (o.checkpoint_dir.empty()) return r;

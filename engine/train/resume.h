@@ -14,10 +14,10 @@
 #include <memory>
 #include <optional>
 
+#include "engine/checkpoint/checkpoint_io.h"
+#include "engine/checkpoint/checkpoint_lock.h"
+#include "engine/config/options.h"
 #include "engine/optim/lr_schedule.h"
-#include "engine/train/checkpoint_io.h"
-#include "engine/train/checkpoint_lock.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 
@@ -28,6 +28,6 @@ struct ResumeState {
 };
 
 ResumeState resume_training(const TrainOptions& o, const ShardedCheckpointContext& context,
-                            StageModel& model, OptimizerState& state, World& world);
+                            StageModel& model, TrainingState& state, World& world);
 
 }  // namespace plexus::engine

@@ -1,18 +1,19 @@
 // sampler.cpp - text generation from a checkpoint (--sample): autoregressive sampling with
 // temperature and optional top-k (token_sampling.h), over a sliding context window of the
 // model's max_seq_len bytes.
+#include "engine/train/sampler.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_model.h"
 #include "engine/device/compute.h"
 #include "engine/model/gpt.h"
 #include "engine/model/rng.h"
-#include "engine/train/checkpoint_model.h"
 #include "engine/train/token_sampling.h"
-#include "engine/train/trainer.h"
 
 namespace plexus::engine {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/options.h"
 #include "engine/model/gpt.h"
 #include "engine/model/rng.h"
-#include "engine/train/options.h"
 
 namespace plexus::engine {
 

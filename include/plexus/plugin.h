@@ -4,19 +4,22 @@
  * Every parallelism axis (D, P, T) and every "+name" of a placement string is a shared library
  * named libplexus_plugin_<name>.so, found by the engine on PLEXUS_PLUGIN_PATH (a colon-separated
  * list of folders), then in plexus/plugins beside the libplexus.so the process loaded (the build
- * tree's build/lib, an install's <libdir>; docs/install.md). It exports
- * exactly one symbol:
+ * tree's build/lib, an install's <libdir>; docs/install.md). It exports exactly one symbol, named
+ * for the ABI version it serves (PLX_PLUGIN_ENTRY, from PLX_PLUGIN_ABI_NUMBER):
  *
- *     const plx_plugin_t* plx_plugin_v1(void);
+ *     const plx_plugin_t* plx_plugin_entry_v3(void);
  *
  * Call order (see docs/plugin-abi.md):
- *   1. dlopen, dlsym("plx_plugin_v1"), call it once; the engine checks abi_version and
- *      struct_size and refuses a plugin built for a newer ABI than it knows. The symbol keeps
- *      its name across ABI versions: abi_version and struct_size tell the versions apart, and
- *      the hooks a smaller (older) struct lacks count as NULL.
- *   2. create(context, &state, err, err_len) once per rank, after the model is built and before
- *      the first step, on every rank at the same point (a plugin may make collective calls on
- *      its groups, e.g. plx_comm_split). The context (and everything it points to) stays valid
+ *   1. dlopen, dlsym("plx_plugin_entry_v3"), call it once; the engine checks that the table's
+ *      abi_version is the symbol's and that struct_size covers its fields. A plugin built for
+ *      another ABI exports another plx_plugin_entry_v<N> and is refused, the message naming the
+ *      file and both versions. Plugins built before the symbol carried the version (ABI 1 to 3)
+ *      export plx_plugin_v1 and still load when their table's abi_version is 1..3: the hooks a
+ *      smaller (older) struct lacks count as NULL.
+ *   2. create(context, &state, err, err_len) once per rank, after the communicator's axis groups
+ *      are split and before the memory plan and the model are built (so plan_memory can shape
+ *      the model), on every rank at the same point (a plugin may make collective calls on its
+ *      groups, e.g. plx_comm_split). The context (and everything it points to) stays valid
  *      until destroy.
  *   3. Each training step: forward and backward (driven by the one plugin with a run_pipeline
  *      hook, if any, else by the engine; layers call tensor_allreduce when a T plugin is
@@ -43,7 +46,14 @@
 extern "C" {
 #endif
 
-#define PLX_PLUGIN_ABI_VERSION 3u
+/* The ABI version as a bare number (it names the entry symbol), and as the unsigned value the
+ * structs' abi_version fields hold. */
+#define PLX_PLUGIN_ABI_NUMBER 3
+#define PLX_PLUGIN_PASTE_(a, b) a##b
+#define PLX_PLUGIN_CAT_(a, b) PLX_PLUGIN_PASTE_(a, b)
+#define PLX_PLUGIN_QUOTE_(x) #x
+#define PLX_PLUGIN_STRING_(x) PLX_PLUGIN_QUOTE_(x)
+#define PLX_PLUGIN_ABI_VERSION PLX_PLUGIN_CAT_(PLX_PLUGIN_ABI_NUMBER, u)
 
 /* What the engine hands a plugin when it is created. */
 typedef struct plx_plugin_context_t {
@@ -270,9 +280,21 @@ typedef struct plx_plugin_t {
 #define PLX_PLUGIN_V1_SIZE offsetof(plx_plugin_t, run_pipeline)
 #define PLX_PLUGIN_V2_SIZE offsetof(plx_plugin_t, plan_memory)
 
-/* The one symbol a plugin exports. */
+/* The one symbol a plugin exports, named for the ABI version it serves: a plugin defines
+ *     PLX_PLUGIN_EXPORT const plx_plugin_t* PLX_PLUGIN_ENTRY(void) { return &table; }
+ * which is plx_plugin_entry_v3 with this header. PLX_PLUGIN_ENTRY_SYMBOL is its name as a
+ * string, for dlsym. PLX_PLUGIN_LEGACY_ENTRY_SYMBOL is the name every plugin exported before the
+ * symbol carried the version (ABI 1 to 3; the table's abi_version tells them apart). */
 typedef const plx_plugin_t* (*plx_plugin_entry_fn)(void);
-#define PLX_PLUGIN_ENTRY_SYMBOL "plx_plugin_v1"
+#define PLX_PLUGIN_ENTRY PLX_PLUGIN_CAT_(plx_plugin_entry_v, PLX_PLUGIN_ABI_NUMBER)
+#define PLX_PLUGIN_ENTRY_SYMBOL PLX_PLUGIN_STRING_(PLX_PLUGIN_ENTRY)
+#define PLX_PLUGIN_ENTRY_PREFIX "plx_plugin_entry_v"
+#define PLX_PLUGIN_LEGACY_ENTRY_SYMBOL "plx_plugin_v1"
+#ifdef __cplusplus
+#define PLX_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+#else
+#define PLX_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
 
 #ifdef __cplusplus
 }

@@ -237,6 +237,6 @@ const plx_plugin_t kPlugin = {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const plx_plugin_t* plx_plugin_v1(void) {
+PLX_PLUGIN_EXPORT const plx_plugin_t* PLX_PLUGIN_ENTRY(void) {
   return &kPlugin;
 }

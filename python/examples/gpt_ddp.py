@@ -79,7 +79,7 @@ def parse_args(argv=None):
                    help="torch threads per rank; 0: the cores shared by the ranks on this host")
     p.add_argument("--data", default=str(REPO_ROOT / "data" / "moby_dick.txt"),
                    help="text file; byte-level tokens, last 10%% validation")
-    # Defaults below are plexus-train's (engine/train/options.h), except --steps (1000 there).
+    # Defaults below are plexus-train's (engine/config/options.h), except --steps (1000 there).
     p.add_argument("--n-layer", type=int, default=4, help="transformer blocks")
     p.add_argument("--n-head", type=int, default=4, help="attention heads")
     p.add_argument("--n-embd", type=int, default=128, help="embedding width")
@@ -106,7 +106,7 @@ def parse_args(argv=None):
 
 def learning_rate(args, step):
     """Linear warm-up, then cosine decay to lr * min_lr_ratio at the last step, as
-    plexus-train's learning_rate (engine/train/trainer.cpp:54). step counts from 0."""
+    plexus-train's learning_rate (engine/optim/lr_schedule.h). step counts from 0."""
     if step < args.warmup_steps:
         return args.lr * (step + 1) / args.warmup_steps
     span = max(1, args.steps - args.warmup_steps)
@@ -136,7 +136,8 @@ def validation_loss(model, data, args, rank, world_size):
 
 
 def train(args, rank, world_size):
-    """The training loop of one rank (engine/train/trainer.cpp:393-450, D-only placement)."""
+    """The training loop of one rank (train_loop and train_step in engine/train/training_loop.cpp,
+    D-only placement)."""
     if args.batch_size % world_size != 0:
         raise SystemExit(f"gpt_ddp: --batch-size {args.batch_size} does not split over "
                          f"world size {world_size}")

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_model.h"
 #include "engine/model/gpt.h"
-#include "engine/train/checkpoint_model.h"
 #include "engine/train/token_sampling.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"

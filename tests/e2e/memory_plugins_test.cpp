@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/model/gpt_shard.h"
 #include "tests/e2e/metrics_losses.h"
 #include "tests/e2e/one_process_match.h"

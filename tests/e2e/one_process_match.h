@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "tests/e2e/metrics_losses.h"
 
 namespace plexus::test {

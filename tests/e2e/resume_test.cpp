@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/checkpoint.h"
-#include "engine/train/sharded_checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "tests/e2e/folder_snapshot.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"

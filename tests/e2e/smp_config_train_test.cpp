@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
              R"({"partitions": 1, "tensor_parallel_degree": 2, "ddp": true,
                  "placement_strategy": "spread"})",
              "T2D2", {"--placement", "spread", "--tensor-degree", "2"}},
-        Pair{"ShardOptimizerStateGPipe", 4,
+        Pair{"ShardTrainingStateGPipe", 4,
              R"({"partitions": 2, "ddp": true, "shard_optimizer_state": true,
                  "microbatches": 2, "pipeline": "simple"})",
              "D2P2+zero1",

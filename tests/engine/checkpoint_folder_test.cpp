@@ -1,5 +1,5 @@
 // checkpoint_folder_test.cpp - the checkpoint folder's life across crashes and bad input
-// (engine/train/sharded_checkpoint.h, checkpoint_io.h): a folder that cannot be created or
+// (engine/checkpoint/sharded_checkpoint.h, checkpoint_io.h): a folder that cannot be created or
 // written is refused before training; a step folder that cannot be looked into is an error
 // naming it, never an "incomplete" one to start afresh over; what an interrupted save left
 // (step-N.tmp with rank files of another world or other values, step-N without a manifest) is
@@ -24,9 +24,9 @@
 #include <limits>
 #include <sstream>
 
-#include "engine/train/checkpoint_io.h"
-#include "engine/train/shard_file.h"
-#include "engine/train/sharded_checkpoint.h"
+#include "engine/checkpoint/checkpoint_io.h"
+#include "engine/checkpoint/shard_file.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace plexus::engine {
@@ -253,10 +253,10 @@ TEST_F(CheckpointFolder, CompleteCheckpointsAreListedNewestFirst) {
 
 TEST(CheckpointTrainingState, TheLearningRateScheduleIsReadAndRangeChecked) {
   nlohmann::json t = {{"step", 4}, {"seed", 1}, {"global_batch", 8}, {"val_loss", nullptr}};
-  EXPECT_FALSE(training_state("P", t, 4).schedule.has_value()) << "an earlier plexus-train's";
+  EXPECT_FALSE(checkpoint_run("P", t, 4).schedule.has_value()) << "an earlier plexus-train's";
   t["lr_schedule"] = {{"lr", 3e-3f}, {"min_lr_ratio", 0.1f}, {"warmup_steps", 5},
                       {"decay_steps", 20}};
-  const std::optional<LrSchedule> s = training_state("P", t, 4).schedule;
+  const std::optional<LrSchedule> s = checkpoint_run("P", t, 4).schedule;
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(*s, (LrSchedule{3e-3f, 0.1f, 5, 20})) << "floats round-trip exactly";
   struct Forged {
@@ -278,16 +278,16 @@ TEST(CheckpointTrainingState, TheLearningRateScheduleIsReadAndRangeChecked) {
   for (const Forged& f : cases) {
     nlohmann::json forged = t;
     forged["lr_schedule"][f.field] = f.value;
-    EXPECT_EQ(checkpoint_error([&] { training_state("P", forged, 4); }),
+    EXPECT_EQ(checkpoint_error([&] { checkpoint_run("P", forged, 4); }),
               "checkpoint P: manifest's " + f.message);
   }
   t["lr_schedule"] = 7;
-  EXPECT_THAT(checkpoint_error([&] { training_state("P", t, 4); }),
+  EXPECT_THAT(checkpoint_error([&] { checkpoint_run("P", t, 4); }),
               HasSubstr("manifest's training.lr_schedule is 7; valid: an object"));
 }
 
 TEST(CheckpointTrainingState, ValidFieldsAreRead) {
-  const CheckpointRun run = training_state(
+  const CheckpointRun run = checkpoint_run(
       "P", {{"step", 12}, {"seed", 18446744073709551615ull}, {"global_batch", 8},
             {"val_loss", 2.5}},
       12);
@@ -296,7 +296,7 @@ TEST(CheckpointTrainingState, ValidFieldsAreRead) {
   EXPECT_EQ(run.global_batch, 8);
   EXPECT_EQ(run.last_val_loss, 2.5f);
   EXPECT_TRUE(std::isnan(
-      training_state("P", {{"step", 0}, {"seed", 0}, {"global_batch", 1}, {"val_loss", nullptr}},
+      checkpoint_run("P", {{"step", 0}, {"seed", 0}, {"global_batch", 1}, {"val_loss", nullptr}},
                      0)
           .last_val_loss));
 }
@@ -323,15 +323,15 @@ TEST(CheckpointTrainingState, ForgedFieldsAreRefusedNamingTheField) {
   for (const Forged& f : cases) {
     nlohmann::json forged = good;
     forged[f.field] = f.value;
-    EXPECT_EQ(checkpoint_error([&] { training_state("DIR/step-00000012", forged, 12); })
+    EXPECT_EQ(checkpoint_error([&] { checkpoint_run("DIR/step-00000012", forged, 12); })
                   .find("checkpoint DIR/step-00000012: manifest's " + f.message),
               0u)
         << f.field << " = " << f.value.dump() << ": "
-        << checkpoint_error([&] { training_state("DIR/step-00000012", forged, 12); });
+        << checkpoint_error([&] { checkpoint_run("DIR/step-00000012", forged, 12); });
   }
   nlohmann::json missing = good;
   missing.erase("seed");
-  EXPECT_EQ(checkpoint_error([&] { training_state("P", missing, 12); }),
+  EXPECT_EQ(checkpoint_error([&] { checkpoint_run("P", missing, 12); }),
             "checkpoint P: manifest's training.seed is missing; valid: present");
 }
 

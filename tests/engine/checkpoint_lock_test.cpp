@@ -1,10 +1,10 @@
-// checkpoint_lock_test.cpp - one job per checkpoint folder (engine/train/checkpoint_lock.h): a
+// checkpoint_lock_test.cpp - one job per checkpoint folder (engine/checkpoint/checkpoint_lock.h): a
 // second lock is refused naming the holder's job, pid and host; a clean release removes the
 // lock file; a file left by a killed holder (no flock on it) is taken over and its holder
 // reported; a hostile lock file's bytes reach the message bounded and printable. flock(2)
 // conflicts between two open files of one process, so a second CheckpointFolderLock here plays
 // the second job; the killed holder is a child process ended by SIGKILL.
-#include "engine/train/checkpoint_lock.h"
+#include "engine/checkpoint/checkpoint_lock.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/train/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace plexus::engine {

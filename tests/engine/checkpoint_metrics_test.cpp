@@ -1,7 +1,7 @@
-// checkpoint_metrics_test.cpp - the --metrics-file across resumes (engine/train/
+// checkpoint_metrics_test.cpp - the --metrics-file across resumes (engine/checkpoint/
 // checkpoint_metrics.h): truncated on a fresh start; on resume from step N the earlier lines of
 // steps 1..N kept, later ones (to be run again) and cut lines dropped, then appended.
-#include "engine/train/checkpoint_metrics.h"
+#include "engine/checkpoint/checkpoint_metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

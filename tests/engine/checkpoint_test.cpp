@@ -1,4 +1,4 @@
-#include "engine/train/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 // tests/e2e/memory_model_test.cpp compares the predictions with real runs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <string>

@@ -2,9 +2,11 @@
  *
  * Built three times (tests/engine/CMakeLists.txt): FIXTURE_ABI 1 gives libplexus_plugin_old.so,
  * a plugin built for ABI version 1 (its table ends after destroy, as a v1 header made it);
- * FIXTURE_ABI 2 gives libplexus_plugin_v2.so, one built for ABI
- * version 2 (its table ends after tensor_allreduce); FIXTURE_ABI 99 gives
- * libplexus_plugin_future.so, one built for an ABI this engine does not know. Compiling this file also checks that plugin.h is valid C. */
+ * FIXTURE_ABI 2 gives libplexus_plugin_v2.so, one built for ABI version 2 (its table ends after
+ * tensor_allreduce); both export plx_plugin_v1, as plugins did before the entry symbol carried
+ * the ABI version. FIXTURE_ABI 99 gives libplexus_plugin_future.so, one built for an ABI this
+ * engine does not know: it exports plx_plugin_entry_v99, as a future plugin.h would name it.
+ * Compiling this file also checks that plugin.h is valid C. */
 #include <stddef.h>
 
 #include "plexus/plugin.h"
@@ -54,6 +56,10 @@ static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), FIXTURE
                                             NULL, NULL};
 #endif
 
-__attribute__((visibility("default"))) const plx_plugin_t* plx_plugin_v1(void) {
+#if FIXTURE_ABI <= 2
+PLX_PLUGIN_EXPORT const plx_plugin_t* plx_plugin_v1(void) {
+#else
+PLX_PLUGIN_EXPORT const plx_plugin_t* PLX_PLUGIN_CAT_(plx_plugin_entry_v, FIXTURE_ABI)(void) {
+#endif
   return (const plx_plugin_t*)(const void*)&kPlugin;
 }

@@ -1,8 +1,9 @@
 // plugin_loader_test.cpp - the engine's plugin loader across plugin ABI versions.
 //
-// Plugins built for ABI 1 and 2 (tests/engine/plugin_abi_fixture.c) still load, with the later
-// hooks reading as NULL; one built for an unknown future ABI is refused with both versions
-// named; the P and T plugins are version 3 and provide their hooks.
+// Plugins built for ABI 1 and 2 (tests/engine/plugin_abi_fixture.c, exporting the legacy
+// plx_plugin_v1) still load, with the later hooks reading as NULL; one built for an unknown
+// future ABI (exporting plx_plugin_entry_v99) is refused naming its file and both versions; the
+// P and T plugins are version 3, export plx_plugin_entry_v3 and provide their hooks.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -23,6 +24,7 @@ class PluginLoaderTest : public ::testing::Test {
 TEST_F(PluginLoaderTest, VersionOnePluginLoadsWithoutTheNewHooks) {
   LoadedPlugin plugin = load_plugin("old");
   EXPECT_EQ(plugin.abi_version(), 1u);
+  EXPECT_EQ(plugin.entry_symbol(), "plx_plugin_v1");
   EXPECT_STREQ(plugin.api().name, "old");
   EXPECT_STREQ(plugin.api().version, "1.0.0");
   EXPECT_EQ(plugin.api().struct_size, PLX_PLUGIN_V1_SIZE);
@@ -48,14 +50,21 @@ TEST_F(PluginLoaderTest, FuturePluginIsRefusedNamingBothVersions) {
     FAIL() << "a plugin for ABI 99 loaded";
   } catch (const PluginError& e) {
     const std::string text = e.what();
-    EXPECT_NE(text.find("was built for plugin ABI 99"), std::string::npos) << text;
-    EXPECT_NE(text.find("this engine speaks 1..3"), std::string::npos) << text;
+    EXPECT_NE(text.find(std::string(PLEXUS_TEST_PLUGIN_DIR) + "/libplexus_plugin_future.so"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("was built for plugin ABI 99 (plx_plugin_entry_v99)"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("this engine speaks 1..3 (plx_plugin_entry_v3;"), std::string::npos)
+        << text;
   }
 }
 
 TEST_F(PluginLoaderTest, PipelineAndTensorPluginsAreVersionThree) {
   LoadedPlugin p = load_plugin("P");
   EXPECT_EQ(p.abi_version(), 3u);
+  EXPECT_EQ(p.entry_symbol(), "plx_plugin_entry_v3");
+  EXPECT_STREQ(PLX_PLUGIN_ENTRY_SYMBOL, "plx_plugin_entry_v3");
   EXPECT_EQ(p.api().struct_size, sizeof(plx_plugin_t));
   EXPECT_NE(p.api().create, nullptr);
   EXPECT_NE(p.api().run_pipeline, nullptr);

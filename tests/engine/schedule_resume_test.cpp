@@ -1,8 +1,8 @@
 // schedule_resume_test.cpp - the learning-rate schedule (engine/optim/lr_schedule.h) and what a
-// resumed run does with a changed one (engine/train/schedule_resume.h): the issue-19 case (a
+// resumed run does with a changed one (engine/checkpoint/schedule_resume.h): the issue-19 case (a
 // finished 200-step run continued with --steps 400) is refused naming --steps and the jump;
 // "checkpoint" continues the saved schedule without a jump; "override" switches and says so.
-#include "engine/train/schedule_resume.h"
+#include "engine/checkpoint/schedule_resume.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

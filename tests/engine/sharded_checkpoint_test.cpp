@@ -1,10 +1,10 @@
-// sharded_checkpoint_test.cpp - the universal sharded checkpoint (engine/train/
+// sharded_checkpoint_test.cpp - the universal sharded checkpoint (engine/checkpoint/
 // sharded_checkpoint.h) with real shard tables: "ranks" of one placement (tensor parallel x
 // data-parallel shares, pipeline chunks) write their pieces of a random model, optimizer state
 // included, and other placements read it back bit for bit; the newest complete checkpoint skips
 // incomplete ones; every kind of damage is refused with a CheckpointError naming the path and
 // the problem, and loading leaves every byte in the folder as it was.
-#include "engine/train/sharded_checkpoint.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <random>
 #include <sstream>
 
-#include "engine/train/shard_file.h"
+#include "engine/checkpoint/shard_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace plexus::engine {
@@ -81,7 +81,7 @@ Layout p2_t4() {
   return l;
 }
 
-nlohmann::json training_state(int64_t step) {
+nlohmann::json checkpoint_run(int64_t step) {
   return {{"optimizer_step", step}, {"data_position", step}, {"seed", 1234},
           {"rng", "0x9e3779b97f4a7c15"}, {"val_loss", 2.718281828f}};
 }
@@ -113,7 +113,7 @@ std::string save(const std::string& dir, int64_t step, const Layout& layout,
       write_rank_shard(dir, step, rank++, runs);
     }
   }
-  return finalize_checkpoint(dir, step, rank, c, layout.name, training_state(step));
+  return finalize_checkpoint(dir, step, rank, c, layout.name, checkpoint_run(step));
 }
 
 // Every shard of `layout` reads all its elements (replicated copies and padding-free wte
@@ -208,7 +208,7 @@ TEST_F(ShardedCheckpoint, SavedUnderOnePlacementLoadsUnderAnyOther) {
     EXPECT_EQ(reader.step(), 12);
     EXPECT_EQ(reader.world_size(), saved.world_size());
     EXPECT_EQ(reader.placement(), saved.name);
-    EXPECT_EQ(reader.training(), training_state(12));
+    EXPECT_EQ(reader.training(), checkpoint_run(12));
     EXPECT_EQ(reader.sections(), (std::vector<std::string>{"params", "adam_m", "adam_v"}));
     const nlohmann::json& m = reader.manifest();
     EXPECT_EQ(m.at("model").at("n_embd"), 16);
@@ -250,7 +250,7 @@ TEST_F(ShardedCheckpoint, NewestCompleteSkipsIncompleteAndUnrelated) {
   std::vector<float> rest(state_.sections["params"].begin() + 4,
                           state_.sections["params"].end());
   write_rank_shard(dir_, 12, 1, {{"params", 4, rest.size(), rest.data()}});
-  finalize_checkpoint(dir_, 12, 2, small_config(), "D2", training_state(12));
+  finalize_checkpoint(dir_, 12, 2, small_config(), "D2", checkpoint_run(12));
   EXPECT_EQ(newest_complete_checkpoint(dir_), dir_ + "/step-00000012");
   EXPECT_TRUE(fs::exists(dir_ + "/notes.txt"));
   EXPECT_TRUE(fs::exists(dir_ + "/step-00000005/manifest.json"));
@@ -397,7 +397,7 @@ TEST_F(ShardedCheckpoint, FinalizeRefusesGapsAndOverlaps) {
   write_rank_shard(dir_, 4, 0, {{"params", 0, 100, p.data()}});
   write_rank_shard(dir_, 4, 1, {{"params", 120, n - 120, p.data() + 120}});
   try {
-    finalize_checkpoint(dir_, 4, 2, small_config(), "D2", training_state(4));
+    finalize_checkpoint(dir_, 4, 2, small_config(), "D2", checkpoint_run(4));
     ADD_FAILURE() << "a gap was accepted";
   } catch (const CheckpointError& e) {
     EXPECT_THAT(e.what(), HasSubstr("step-00000004.tmp"));
@@ -409,7 +409,7 @@ TEST_F(ShardedCheckpoint, FinalizeRefusesGapsAndOverlaps) {
   write_rank_shard(dir_, 5, 0, {{"params", 0, 130, p.data()}});
   write_rank_shard(dir_, 5, 1, {{"params", 100, n - 100, p.data() + 100}});
   try {
-    finalize_checkpoint(dir_, 5, 2, small_config(), "D2", training_state(5));
+    finalize_checkpoint(dir_, 5, 2, small_config(), "D2", checkpoint_run(5));
     ADD_FAILURE() << "an overlap was accepted";
   } catch (const CheckpointError& e) {
     EXPECT_THAT(e.what(), HasSubstr("has an overlap: elements [100, 130) are in both rank-0.bin "
@@ -417,21 +417,21 @@ TEST_F(ShardedCheckpoint, FinalizeRefusesGapsAndOverlaps) {
   }
   // A section that covers only part of the model, beside a complete one.
   write_rank_shard(dir_, 6, 0, {{"params", 0, n, p.data()}, {"adam_m", 0, 10, p.data()}});
-  EXPECT_THROW(finalize_checkpoint(dir_, 6, 1, small_config(), "D", training_state(6)),
+  EXPECT_THROW(finalize_checkpoint(dir_, 6, 1, small_config(), "D", checkpoint_run(6)),
                CheckpointError);
   // A rank that never wrote.
   write_rank_shard(dir_, 8, 0, {{"params", 0, n, p.data()}});
   try {
-    finalize_checkpoint(dir_, 8, 2, small_config(), "D2", training_state(8));
+    finalize_checkpoint(dir_, 8, 2, small_config(), "D2", checkpoint_run(8));
     ADD_FAILURE() << "a missing rank file was accepted";
   } catch (const CheckpointError& e) {
     EXPECT_THAT(e.what(), HasSubstr("rank-1.bin is missing"));
   }
   // Completing a step twice is refused; the complete one stays.
-  finalize_checkpoint(dir_, 8, 1, small_config(), "D", training_state(8));
+  finalize_checkpoint(dir_, 8, 1, small_config(), "D", checkpoint_run(8));
   const auto before = snapshot(dir_);
   EXPECT_THROW(write_rank_shard(dir_, 8, 0, {{"params", 0, n, p.data()}}), CheckpointError);
-  EXPECT_THROW(finalize_checkpoint(dir_, 8, 1, small_config(), "D", training_state(8)),
+  EXPECT_THROW(finalize_checkpoint(dir_, 8, 1, small_config(), "D", checkpoint_run(8)),
                CheckpointError);
   EXPECT_EQ(snapshot(dir_), before);
   EXPECT_EQ(newest_complete_checkpoint(dir_), dir_ + "/step-00000008");

@@ -7,14 +7,14 @@
 //    once across the ranks, and params_written() makes the parameters whole again (stages 1, 2:
 //    the model's buffer; stage 3: the persistent units, the rest on the next gather);
 //  - after set-up only the shard and, for stage 3, the persistent units are committed;
-// and, with one private MemoryTracker from before the model is built (as optimizer_state.h's
+// and, with one private MemoryTracker from before the model is built (as training_state.h's
 // model_storage() builds it) to after three training steps, that the gradient peak under
 // ZeRO-2/3 and the parameter peak under ZeRO-3 are the shard plus the units in flight, never
 // the whole model, set-up included (DeepSpeed's zero.Init), and that the losses are those of the
 // initial values (the first step's equals a replicated model's bit for bit).
 // The sharding hooks are plx_reduce_scatter(AVG) / plx_allgather on the data group, as the zero
 // plugins'.
-#include "engine/train/sharded_state.h"
+#include "engine/state/sharded_state.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>
@@ -28,9 +28,9 @@
 
 #include "engine/optim/grad_clip.h"
 #include "engine/placement/placement.h"
-#include "engine/train/optimizer_state.h"
-#include "engine/train/parallel_groups.h"
-#include "engine/train/stage_model.h"
+#include "engine/state/stage_model.h"
+#include "engine/state/training_state.h"
+#include "engine/world/parallel_groups.h"
 #include "plexus/plexus.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/engine/comm_sharding_hooks.h"

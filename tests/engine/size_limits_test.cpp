@@ -1,8 +1,8 @@
 // size_limits_test.cpp - plexus-train's sizes are refused before anything is allocated
-// (engine/train/size_limits.h): each model dimension's range and the option it names, pipeline
+// (engine/config/size_limits.h): each model dimension's range and the option it names, pipeline
 // chunks beyond the layers, a microbatch past the layers' int row count, and the memory floor
 // against a host of a given size, naming the options of its largest part and every part's size.
-#include "engine/train/size_limits.h"
+#include "engine/config/size_limits.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // owned by exactly one rank, parts are ceil(count/|D|) with the padding at the end, pieces
 // never cross a tensor, and AdamW stepped shard by shard (on the device or offloaded to host
 // copies) gives bit for bit what one AdamW step over the whole buffer gives.
-#include "engine/train/unit_partition.h"
+#include "engine/state/unit_partition.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include "engine/model/gpt_shard.h"
 #include "engine/model/rng.h"
 #include "engine/optim/adamw.h"
-#include "engine/train/shard_step.h"
+#include "engine/state/shard_step.h"
 
 namespace plexus::engine {
 namespace {

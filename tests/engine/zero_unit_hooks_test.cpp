@@ -20,9 +20,9 @@
 
 #include "engine/memory/memory_tracker.h"
 #include "engine/model/gpt_shard.h"
-#include "engine/train/unit_collectives.h"
-#include "engine/train/unit_partition.h"
-#include "engine/train/zero_unit_hooks.h"
+#include "engine/state/unit_collectives.h"
+#include "engine/state/unit_partition.h"
+#include "engine/state/zero_unit_hooks.h"
 #include "plexus/plexus.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/engine/comm_sharding_hooks.h"

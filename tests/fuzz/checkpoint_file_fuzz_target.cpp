@@ -1,5 +1,6 @@
 // checkpoint_file_fuzz_target.cpp - the fuzzing entry point for single-file checkpoints
-// (engine/train/checkpoint.h: load_checkpoint, what plexus-train --sample and --init-from read).
+// (engine/checkpoint/checkpoint.h: load_checkpoint, what plexus-train --sample and --init-from
+// read).
 //
 // Input bytes: [mode byte] then the file, raw or framed as fuzz_files.h says (mode 1 fixes the
 // checksum, mode 2 builds magic, header length and checksum around "header JSON\0float data"),
@@ -22,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/train/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_require.h"
 

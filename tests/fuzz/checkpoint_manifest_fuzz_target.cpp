@@ -1,5 +1,5 @@
 // checkpoint_manifest_fuzz_target.cpp - the fuzzing entry point for a sharded checkpoint's
-// manifest (engine/train/sharded_checkpoint.h: CheckpointReader, what a resumed plexus-train
+// manifest (engine/checkpoint/sharded_checkpoint.h: CheckpointReader, what a resumed plexus-train
 // opens).
 //
 // The checkpoint: step 7 of a tiny model (vocab 8, 4 positions, 1 layer, 1 head, n_embd 4),
@@ -29,9 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/checkpoint/shard_file.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/model/gpt_shard.h"
-#include "engine/train/shard_file.h"
-#include "engine/train/sharded_checkpoint.h"
 #include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_require.h"
 

@@ -1,7 +1,7 @@
 // env_settings_fuzz_target.cpp - the fuzzing entry point for the environment variables libplexus
 // reads: integers and byte counts (comm/core/config.h), PLEXUS_DEBUG, PLEXUS_ALGO
 // (comm/tuning/algo_override.h), PLEXUS_COST_MODEL (comm/tuning/cost_model_text.h), PLEXUS_PIN
-// (topology/cpu_binding.h), the launchers' rank variables (comm/bootstrap/launcher_env.h) and
+// (topology/cpu_binding.h), the launchers' rank variables (topology/launcher_env.h) and
 // PLEXUS_JOB_TOKEN (comm/bootstrap/job_key.h).
 //
 // Input bytes: [which byte] then the text. An environment value ends at its first NUL, so the

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "engine/train/shard_file.h"
+#include "engine/checkpoint/shard_file.h"
 
 namespace plexus::fuzz {
 

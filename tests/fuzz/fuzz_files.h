@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/train/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "tests/fuzz/fuzz_require.h"
 
 namespace plexus::fuzz {
@@ -24,7 +24,7 @@ const std::string& scratch_dir();
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // How a fuzz input becomes a checksummed file (magic, u64 header length, header, data, u64
-// FNV-1a of everything before it; engine/train/checkpoint.h and shard_file.h):
+// FNV-1a of everything before it; engine/checkpoint/checkpoint.h and shard_file.h):
 //   mode 0: the bytes as they are;
 //   mode 1: the bytes with their last 8 replaced by the checksum of the others;
 //   mode 2: the bytes up to the first NUL as the header and the rest as the data, framed with

@@ -1,5 +1,5 @@
 // shard_file_fuzz_target.cpp - the fuzzing entry point for one rank's file of a sharded
-// checkpoint (engine/train/shard_file.h: read_shard_file, and check_coverage over it).
+// checkpoint (engine/checkpoint/shard_file.h: read_shard_file, and check_coverage over it).
 //
 // Input bytes: [mode byte] then the file, raw or framed as fuzz_files.h says (mode 1 fixes the
 // checksum, mode 2 builds magic, header length and checksum around "header JSON\0float data"),
@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/train/shard_file.h"
+#include "engine/checkpoint/shard_file.h"
 #include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_require.h"
 

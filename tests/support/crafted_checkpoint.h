@@ -1,4 +1,4 @@
-// crafted_checkpoint.h - a single-file checkpoint (engine/train/checkpoint.h) written byte by
+// crafted_checkpoint.h - a single-file checkpoint (engine/checkpoint/checkpoint.h) written byte by
 // byte with any header: magic, header length, the header, `floats` zero floats and the FNV-1a
 // checksum of everything before it. What a forger writes: it passes the checksum, so only the
 // reader's field checks stand between it and the loader.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/subprocess.h"
+#include "topology/host.h"
 
 #ifndef PLEXUS_RUN_PATH
 #error "PLEXUS_RUN_PATH must name the plexus-run binary"
@@ -93,13 +94,14 @@ TEST(PlexusRun, DefaultPortIsSharedAndValid) {
 }
 
 TEST(PlexusRun, ThreadCountsDefaultOnlyWhereUnset) {
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // The host's physical cores (hwloc) over the ranks, as plexus-train's BLAS threads.
+  const int cores = plexus::topology::physical_core_count();
   std::vector<std::string> argv{"/usr/bin/env", "-u", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS=7"};
   auto sh = run_sh({"-n", "2"}, "echo omp=$OMP_NUM_THREADS blas=$OPENBLAS_NUM_THREADS");
   argv.insert(argv.end(), sh.begin(), sh.end());
   auto r = run_process(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string omp = std::to_string(std::max(1u, cores / 2));
+  std::string omp = std::to_string(std::max(1, cores / 2));
   EXPECT_TRUE(contains(split_lines(r.out), "[0] omp=" + omp + " blas=7")) << r.out;
   EXPECT_TRUE(contains(split_lines(r.out), "[1] omp=" + omp + " blas=7")) << r.out;
 }

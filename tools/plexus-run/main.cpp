@@ -5,7 +5,8 @@
 //
 // Rank r runs with PLEXUS_RANK=r, PLEXUS_WORLD_SIZE=N, PLEXUS_LOCAL_RANK=r,
 // PLEXUS_LOCAL_WORLD_SIZE=N, PLEXUS_MASTER_ADDR and PLEXUS_MASTER_PORT (a free port unless
-// given), PLEXUS_JOB_TOKEN (random per job, unless set: only this job's ranks can join), and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, cores / N) where unset.
+// given), PLEXUS_JOB_TOKEN (random per job, unless set: only this job's ranks can join), and
+// OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, physical cores / N) where unset.
 // SIGTERM or SIGINT to the launcher is forwarded to every rank, which then has
 // --term-grace-seconds (default 60) to finish its step, save and exit before SIGKILL.
 // Exit codes: 0 when every rank exits 0 (also after a forwarded SIGTERM); 2 for bad usage or a

@@ -12,7 +12,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
-#include <thread>
+
+#include "topology/host.h"
 
 extern char** environ;
 
@@ -32,13 +33,6 @@ int find_free_port(const std::string& addr) {
   }
   close(fd);
   return port;
-}
-
-int threads_per_rank(int nranks) {
-  long cores = static_cast<long>(std::thread::hardware_concurrency());
-  if (cores <= 0) cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores <= 0) cores = 1;
-  return static_cast<int>(std::max(1L, cores / std::max(1, nranks)));
 }
 
 std::string random_job_token() {
@@ -65,7 +59,7 @@ std::vector<std::string> rank_environment(const LaunchOptions& options, int mast
     if (eq == std::string::npos) continue;
     vars[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
-  const std::string threads = std::to_string(threads_per_rank(options.nranks));
+  const std::string threads = std::to_string(topology::threads_per_rank(options.nranks));
   for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
     if (vars.find(name) == vars.end()) vars[name] = threads;
   }

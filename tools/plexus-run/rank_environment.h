@@ -16,9 +16,6 @@ namespace plexus::launcher {
 // reported free a moment ago, or 0 if no socket could be bound.
 int find_free_port(const std::string& addr);
 
-// Threads per rank for BLAS and OpenMP: max(1, cores / nranks).
-int threads_per_rank(int nranks);
-
 // 32 random bytes from getrandom(2) as 64 hex digits: the job's PLEXUS_JOB_TOKEN, which every
 // rank must prove to the rendezvous (docs/security.md). "" if the kernel gives no randomness.
 std::string random_job_token();
@@ -27,7 +24,8 @@ std::string random_job_token();
 // PLEXUS_WORLD_SIZE, PLEXUS_LOCAL_RANK, PLEXUS_LOCAL_WORLD_SIZE, PLEXUS_MASTER_ADDR and
 // PLEXUS_MASTER_PORT set (overriding inherited values), PLEXUS_JOB_TOKEN=job_token unless the
 // environment already has one, and OPENBLAS_NUM_THREADS and
-// OMP_NUM_THREADS set to threads_per_rank() where they are unset, and IPATH_NO_BACKTRACE=1 and
+// OMP_NUM_THREADS set to topology::threads_per_rank(nranks) (the host's physical cores over the
+// ranks, as plexus-train's BLAS threads) where they are unset, and IPATH_NO_BACKTRACE=1 and
 // HFI_NO_BACKTRACE=1 where unset (the PSM libraries' signal handlers call exit(); see
 // comm/transport/ofi/provider_select.cpp).
 std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port,

@@ -24,7 +24,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/train/options.h"
+#include "engine/config/options.h"
 
 namespace plexus::train {
 

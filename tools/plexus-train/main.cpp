@@ -8,17 +8,18 @@
 #include <memory>
 #include <string>
 
+#include "engine/config/options.h"
 #include "engine/placement/smp_config.h"
 #include "engine/placement/smp_config_source.h"
-#include "engine/train/options.h"
-#include "topology/settings/config_read.h"
 #include "engine/train/predict.h"
+#include "engine/train/sampler.h"
 #include "engine/train/stop_request.h"
 #include "engine/train/trainer.h"
-#include "engine/train/world.h"
+#include "engine/world/world.h"
 #include "tools/plexus-train/gnuplot_process.h"
 #include "tools/plexus-train/loss_plot.h"
 #include "tools/plexus-train/start_checks.h"
+#include "topology/settings/config_read.h"
 
 namespace {
 
@@ -328,7 +329,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
     return 2;
   }
-  // Rank 0 draws; the rank and world size as the launcher set them (engine/train/world.h).
+  // Rank 0 draws; the rank and world size as the launcher set them (engine/world/world.h).
   const int rank = plexus::engine::rank_from_environment();
   std::unique_ptr<LossPlot> plot;
   if (!plot_path.empty()) {

@@ -1,7 +1,7 @@
 // metrics_series.h - the series plexus-train --plot draws, read back from the run's
-// --metrics-file (engine/train/checkpoint_metrics.h: one JSON object a line, written by rank 0:
-// "step", "loss", "lr", "grad_norm", "elapsed_s", "step_s", "tokens_per_s", and "val_loss" on
-// validation steps).
+// --metrics-file (engine/checkpoint/checkpoint_metrics.h: one JSON object a line, written by
+// rank 0: "step", "loss", "lr", "grad_norm", "elapsed_s", "step_s", "tokens_per_s", and
+// "val_loss" on validation steps).
 //
 // A line's "tokens_per_s" is taken as it is. Lines written before the trainer recorded it have
 // none, so for them it is derived: a step's tokens/s is tokens_per_step / (its elapsed_s - the

@@ -1,35 +1,23 @@
 #include "tools/plexus-train/start_checks.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "topology/output_path.h"
+#include "topology/writable_folder.h"
 
 namespace plexus::train {
 
 std::string check_memory_report_folder(const std::string& pattern) {
   if (pattern.empty()) return "";
-  const size_t slash = pattern.rfind('/');
-  const std::string folder =
-      slash == std::string::npos ? "." : slash == 0 ? "/" : pattern.substr(0, slash);
+  const std::string folder = topology::folder_of(pattern);
   if (folder.find("{rank}") != std::string::npos) return "";
-  const std::string where = "--memory-report '" + pattern + "': folder '" + folder + "' ";
-  struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0) {
-    return where + "cannot be used: " + std::strerror(errno) + " (create it first)";
-  }
-  if (!S_ISDIR(st.st_mode)) return where + "is not a folder";
-  std::string probe = folder + "/.plexus-write-check-XXXXXX";
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) return where + "is not writable: " + std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
+  const std::string why = topology::writable_folder_problem(folder);
+  if (why.empty()) return "";
+  std::error_code ec;
+  const bool missing = !std::filesystem::exists(folder, ec) && !ec;
+  return "--memory-report '" + pattern + "': " + why + (missing ? " (create it first)" : "");
 }
 
 std::string check_plot_name(const std::string& path) {

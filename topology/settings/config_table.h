@@ -6,7 +6,7 @@
 // a PLEXUS_* name in the environment that the table lacks is a misspelling
 // (unknown_settings.h). C++ code reads them through config_read.h. Launcher variables that
 // Plexus merely honours (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, ...) belong to their launchers
-// and are listed in comm/bootstrap/launcher_env.cpp instead.
+// and are listed in topology/launcher_env.cpp instead.
 //
 // This library sits below topology/, comm/ and the engine, which all read it.
 #pragma once
