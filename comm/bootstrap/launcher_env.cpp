@@ -8,8 +8,8 @@
 #include <optional>
 #include <span>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
 
 namespace plexus::bootstrap {
 

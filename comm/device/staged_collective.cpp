@@ -25,9 +25,9 @@
 #include <initializer_list>
 #include <string>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/device/device_paths.h"
 #include "comm/device/staged_pipeline.h"
 

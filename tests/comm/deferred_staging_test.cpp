@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/c_api_calls.h"
-#include "comm/core/error.h"
+#include "comm/api/c_api_calls.h"
+#include "comm/base/error.h"
 #include "comm/device/device_args.h"
 #include "comm/device/device_deferred.h"
 #include "plexus/plexus.h"

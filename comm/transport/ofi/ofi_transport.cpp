@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <thread>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 
 namespace plexus::comm::ofi {
 

@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "comm/core/async_state.h"
+#include "comm/base/async_state.h"
 #include "comm/transport/ofi/completion_queue.h"
 #include "comm/transport/ofi/endpoint.h"
 #include "comm/transport/ofi/fabric.h"

@@ -7,8 +7,8 @@
 // registration and are posted as ordinary ones.
 #include <fmt/format.h>
 
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ofi/ofi_transport.h"
 
 namespace plexus::comm::ofi {

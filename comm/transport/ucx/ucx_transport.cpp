@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <thread>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ucx/ucx_context.h"
 #include "comm/transport/ucx/ucx_endpoints.h"
 #include "comm/transport/ucx/ucx_util.h"

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/async_state.h"
+#include "comm/base/async_state.h"
 #include "comm/transport/transport.h"
 #include "comm/transport/ucx/operation_pool.h"
 

@@ -1,5 +1,5 @@
 // c_api_calls.cpp - see c_api_calls.h.
-#include "comm/core/c_api_calls.h"
+#include "comm/api/c_api_calls.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "comm/core/c_api_checks.h"
+#include "comm/api/c_api_checks.h"
 #include "comm/core/communicator.h"
 #include "comm/core/submit.h"
 #include "comm/reduce/reduce.h"

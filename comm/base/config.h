@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "comm/core/log.h"
+#include "comm/base/log.h"
 #include "plexus/plexus.h"
 #include "topology/settings/config_read.h"
 #include "topology/settings/config_table.h"

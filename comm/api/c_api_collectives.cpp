@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include "comm/core/c_api_calls.h"
-#include "comm/core/c_api_checks.h"
+#include "comm/api/c_api_calls.h"
+#include "comm/api/c_api_checks.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/core/submit.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/device/device_args.h"
