@@ -115,7 +115,8 @@ def resolve(root, including, name):
 
 
 def scan(root):
-    """Folder edges {src: {dst: (file, line, target)}} and rule breaks [(file, line, target, rule)]."""
+    """Folder edges {src: {dst: (file, line, target)}}, and rule breaks
+    [(file, line, target, rule)]."""
     edges, breaks = {}, []
     for top in SCANNED:
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
@@ -213,10 +214,12 @@ def check(root, out, known_back_edges=None):
     for (a, b), where in sorted(known_back_edges.items()):
         if b in graph.get(a, ()):
             graph[a].discard(b)
-            out.write("known back edge, left out of the cycle search: %s -> %s (%s)\n" % (a, b, where))
+            out.write("known back edge, left out of the cycle search: %s -> %s (%s)\n"
+                      % (a, b, where))
         else:
             faults += 1
-            out.write("known back edge %s -> %s is gone: remove it from KNOWN_BACK_EDGES\n" % (a, b))
+            out.write("known back edge %s -> %s is gone: remove it from KNOWN_BACK_EDGES\n"
+                      % (a, b))
     for cycle, component in find_cycles(graph):
         faults += 1
         out.write("include cycle between folders: %s\n" % " -> ".join(cycle))
@@ -329,7 +332,8 @@ def self_test():
            ["comm/base/error.h:5 includes engine/state/units.h: comm never includes engine/"])
     expect("a plugin that includes another plugin's folder is refused",
            planted({"plugins/ckpt/ckpt.cpp": ["../zero/plan.h"]}),
-           ["plugins/ckpt/ckpt.cpp:4 includes plugins/zero/plan.h: a plugin never includes another"])
+           ["plugins/ckpt/ckpt.cpp:4 includes plugins/zero/plan.h: "
+            "a plugin never includes another"])
     expect("a plugin that includes the engine's internals is refused",
            planted({"plugins/zero/zero.cpp": ["engine/state/units.h"]}),
            ["plugins see only include/plexus/"])
@@ -367,7 +371,8 @@ def self_test():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser.add_argument("--root",
+                        default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument("--self-test", action="store_true")
     parser.add_argument("--print", action="store_true", dest="print_graph")
     args = parser.parse_args()
@@ -376,7 +381,8 @@ def main():
         print("self-test: %s" % ("%d checks failed" % failed if failed else "all checks passed"))
         return 1 if failed else 0
     if not all(os.path.isdir(os.path.join(args.root, top)) for top in ("comm", "include")):
-        sys.stderr.write("check-include-graph.py: --root %s: no comm/ and include/ there\n" % args.root)
+        sys.stderr.write("check-include-graph.py: --root %s: no comm/ and include/ there\n"
+                         % args.root)
         return 2
     if args.print_graph:
         edges, _ = scan(args.root)
