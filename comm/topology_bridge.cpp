@@ -9,8 +9,8 @@
 #include <set>
 
 #include "comm/algorithms/host_layout.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"

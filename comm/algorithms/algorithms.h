@@ -8,7 +8,7 @@
 // `tag_base` is unique to this collective call; the algorithm tags its messages
 // tag_base | index with index < kTagIndexLimit (see comm/transport/tag.h), and must make every
 // (peer, tag) pair unique within the call. Arguments were validated by the C ABI layer
-// (comm/core/c_api.cpp): buffers are non-null where the collective reads or writes them with
+// (comm/api/c_api.cpp): buffers are non-null where the collective reads or writes them with
 // count > 0, datatype/op/root are in range, counts fit. Counts are ELEMENTS, as in NCCL.
 // An algorithm is called only when count > 0 (alltoallv and barrier: always) and
 // n >= 1; with n == 1 it must still copy sendbuf to recvbuf when they differ.

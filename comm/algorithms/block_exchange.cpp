@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "comm/algorithms/pipeline.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

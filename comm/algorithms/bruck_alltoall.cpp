@@ -30,7 +30,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/pipeline.h"
 #include "comm/algorithms/staging_buffer.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

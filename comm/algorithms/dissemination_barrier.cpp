@@ -15,7 +15,7 @@
 // Tags: round j is tag_base | j.
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/pipeline.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm {
 

@@ -9,7 +9,7 @@
 #include "comm/algorithms/pipeline.h"
 #include "comm/algorithms/ring.h"
 #include "comm/algorithms/slices.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

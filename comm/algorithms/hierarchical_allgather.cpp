@@ -46,7 +46,7 @@
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/host_layout.h"
 #include "comm/algorithms/shm_group.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

@@ -33,7 +33,7 @@
 #include "comm/algorithms/host_layout.h"
 #include "comm/algorithms/host_tree.h"
 #include "comm/algorithms/pipeline.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

@@ -6,7 +6,7 @@
 
 #include "comm/algorithms/deliberate_leak.h"
 #include "comm/algorithms/slices.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

@@ -35,7 +35,7 @@
 #include "comm/algorithms/slices.h"
 #include "comm/algorithms/tree_pipeline.h"
 #include "comm/algorithms/trivial_reduction.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

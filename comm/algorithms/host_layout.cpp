@@ -9,7 +9,7 @@
 #include <map>
 #include <string_view>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm {
 

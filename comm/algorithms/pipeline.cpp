@@ -6,7 +6,7 @@
 #include <string>
 
 #include "comm/algorithms/deliberate_leak.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm {
 Pipeline::Pipeline(Transport& transport, size_t send_depth, size_t recv_depth, size_t staging_bytes)

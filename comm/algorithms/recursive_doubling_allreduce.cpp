@@ -30,7 +30,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/block_exchange.h"
 #include "comm/algorithms/trivial_reduction.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

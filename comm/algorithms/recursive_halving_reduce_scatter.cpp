@@ -43,7 +43,7 @@
 #include "comm/algorithms/block_exchange.h"
 #include "comm/algorithms/staging_buffer.h"
 #include "comm/algorithms/trivial_reduction.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

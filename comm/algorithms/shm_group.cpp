@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "comm/algorithms/shm_pieces.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {

@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 #include "comm/transport/peer_memory/peer_memory.h"
 

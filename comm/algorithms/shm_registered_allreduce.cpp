@@ -34,8 +34,8 @@
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 
 namespace plexus::comm {
 namespace {

@@ -8,7 +8,7 @@
 #include "comm/algorithms/pipeline.h"
 #include "comm/algorithms/slices.h"
 #include "comm/algorithms/staging_buffer.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 #include "comm/transport/tag.h"
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::bootstrap {
 

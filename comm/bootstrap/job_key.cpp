@@ -8,9 +8,9 @@
 #include <optional>
 #include <string_view>
 
+#include "comm/base/config.h"
+#include "comm/base/error.h"
 #include "comm/bootstrap/handshake.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
 #include "topology/settings/config_read.h"
 
 namespace plexus::bootstrap {

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::bootstrap {
 

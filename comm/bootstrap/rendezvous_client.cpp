@@ -18,11 +18,11 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/bootstrap/handshake.h"
 #include "comm/bootstrap/keepalive.h"
 #include "comm/bootstrap/wire_messages.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 
 namespace plexus::bootstrap {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/base/async_state.h"
 #include "comm/bootstrap/unique_id.h"
 #include "comm/bootstrap/wire.h"
-#include "comm/core/async_state.h"
 #include "plexus/plexus.h"
 
 namespace plexus::bootstrap {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::bootstrap {
 

@@ -12,10 +12,10 @@
 #include <optional>
 #include <vector>
 
+#include "comm/base/config.h"
+#include "comm/base/error.h"
 #include "comm/bootstrap/job_key.h"
 #include "comm/bootstrap/rendezvous_server.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
 
 namespace plexus::bootstrap {
 

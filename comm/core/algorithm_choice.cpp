@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/reduce/reduce.h"
 #include "comm/tuning/cost_model.h"
 

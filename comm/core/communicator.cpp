@@ -25,9 +25,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/pinning.h"
 #include "comm/core/run_task.h"
 #include "comm/transport/ofi/ofi_transport.h"

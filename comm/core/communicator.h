@@ -14,13 +14,12 @@
 #include <vector>
 
 #include "comm/algorithms/host_layout.h"
+#include "comm/base/async_state.h"
 #include "comm/bootstrap/rendezvous_client.h"
 #include "comm/bootstrap/rendezvous_server.h"
 #include "comm/bootstrap/unique_id.h"
-#include "comm/core/async_state.h"
 #include "comm/core/executor.h"
 #include "comm/core/shared_allocations.h"
-#include "comm/device/device_state.h"
 #include "comm/transport/peer_memory/peer_memory.h"
 #include "comm/transport/tag.h"
 #include "comm/transport/transport.h"
@@ -28,6 +27,16 @@
 #include "comm/tuning/cost_model.h"
 #include "comm/tuning/cost_shape.h"
 #include "plexus/plexus.h"
+
+namespace plexus::comm::device {
+// What a communicator keeps for its collectives on device buffers (comm/device/device_state.h).
+// Declared only: comm/device builds on comm/core, never the reverse, so plx_comm holds it through
+// a deleter defined where the type is complete (comm/device, in the CUDA build and without it).
+struct DeviceState;
+struct DeviceStateFree {
+  void operator()(DeviceState* state) const;
+};
+}  // namespace plexus::comm::device
 
 struct plx_comm {
   int rank = 0;
@@ -69,7 +78,7 @@ struct plx_comm {
   std::unique_ptr<plexus::comm::Executor> executor;
   // Collectives on device buffers (comm/device/device_collective.h): the pinned staging buffer
   // and the CUDA IPC slots, made on the first such call, freed with the communicator.
-  std::unique_ptr<plexus::comm::device::DeviceState> device;
+  std::unique_ptr<plexus::comm::device::DeviceState, plexus::comm::device::DeviceStateFree> device;
 
   // Algorithm choice: shared cost parameters (rank 0's), and PLEXUS_ALGO / set_algorithm.
   plexus::comm::CostParams cost;

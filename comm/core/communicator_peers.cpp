@@ -16,10 +16,10 @@
 #include <optional>
 #include <vector>
 
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 
 namespace plexus::comm {
 namespace {

@@ -20,9 +20,9 @@
 #include <memory>
 #include <vector>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/core/submit.h"
 
 namespace plexus::comm {

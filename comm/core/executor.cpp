@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/algorithms/deliberate_leak.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm {
 

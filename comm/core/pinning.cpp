@@ -6,10 +6,10 @@
 #include <optional>
 #include <string>
 
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "topology/cpu_binding.h"
 
 namespace plexus::comm {

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm {
 namespace {

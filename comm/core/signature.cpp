@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "comm/algorithms/pipeline.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/transport/tag.h"
 
 namespace plexus::comm {

@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 
 namespace plexus::comm {
 namespace {

@@ -37,7 +37,7 @@ plx_result_t submit_body(plx_comm* comm, std::function<plx_result_t()> body);
 // completion step of its task (task.h): it runs once the operation's task has finished, on the
 // thread that completes it: plx_wait, plx_test, plx_waitall for a request, plx_group_end for a
 // group, the call itself when blocking outside a group. If nothing was submitted when the scope
-// ends (an argument error, capi::ArgumentsOnly), the step is destroyed unrun. Scopes do not nest.
+// ends (an argument error), the step is destroyed unrun. Scopes do not nest.
 class CompletionScope {
  public:
   explicit CompletionScope(Completion step);

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/core/executor.h"
 #include "comm/core/task.h"
 

@@ -2,7 +2,7 @@
 // device kernels return PLX_ERROR_UNSUPPORTED saying the build has no CUDA.
 #include <string>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/device/cuda_devices.h"
 #include "comm/device/device_reduce.h"
 #include "comm/device/memory_kind.h"

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/core/submit.h"
 #include "comm/device/cuda_devices.h"
 #include "comm/device/cuda_driver.h"

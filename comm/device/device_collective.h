@@ -75,9 +75,10 @@ struct DeviceArgs {
 using HostRun = std::function<plx_result_t(const void* send, void* recv)>;
 
 // Runs one blocking call (see the file comment). The caller has checked the arguments already
-// (c_api_collectives.cpp runs the host body's checks first, capi::ArgumentsOnly); should args
-// still not be stageable (a NULL buffer with a count, a byte size that overflows) the host call
-// runs on the caller's buffers and reports the argument error itself.
+// (c_api_collectives.cpp: check_X() of c_api_calls.h, so no buffer is NULL with a count and no
+// byte size overflows); `host_run` submits the call without checking again. A byte size above
+// SIZE_MAX / 2, which no real buffer has, is not staged: the host call runs on the caller's
+// buffers.
 plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream, const DeviceArgs& args,
                             const HostRun& host_run);
 

@@ -3,8 +3,8 @@
 // (instead of crashing in a host memcpy), everything else runs on the host.
 #include <fmt/format.h>
 
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/device/cuda_driver.h"
 #include "comm/device/device_collective.h"
 #include "comm/device/device_state.h"
@@ -42,5 +42,7 @@ plx_result_t run_collective(const char* fn, plx_comm* comm, void* stream, const 
 void DeviceState::close_ipc() { ipc = IpcState::Off; }
 
 DeviceState::~DeviceState() = default;  // nothing was ever allocated without CUDA
+
+void DeviceStateFree::operator()(DeviceState* state) const { delete state; }
 
 }  // namespace plexus::comm::device

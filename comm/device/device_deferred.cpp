@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/submit.h"
 
 namespace plexus::comm::device {

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/device/device_deferred.h"
 #include "comm/device/device_paths.h"
 

@@ -3,8 +3,8 @@
 // call that gets here anyway is refused, naming the function and the rank.
 #include <fmt/format.h>
 
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/device/device_deferred.h"
 
 namespace plexus::comm::device {

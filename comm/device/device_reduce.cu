@@ -17,7 +17,7 @@
 #include <string>
 #include <type_traits>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/device/element_ops.cuh"
 #include "comm/reduce/reduce.h"
 

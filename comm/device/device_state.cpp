@@ -5,9 +5,9 @@
 
 #include <initializer_list>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/device/device_paths.h"
 
 namespace plexus::comm::device {
@@ -24,7 +24,7 @@ plx_result_t cuda_result(cudaError_t err, const char* fn, int rank, const std::s
 }
 
 DeviceState& device_state(plx_comm* comm) {
-  if (!comm->device) comm->device = std::make_unique<DeviceState>();
+  if (!comm->device) comm->device.reset(new DeviceState());
   return *comm->device;
 }
 
@@ -67,6 +67,8 @@ void DeviceState::close_copies() {
   (void)cudaGetLastError();  // as in close_ipc: not ours to report here
   if (switch_device) (void)cudaSetDevice(previous);
 }
+
+void DeviceStateFree::operator()(DeviceState* state) const { delete state; }
 
 DeviceState::~DeviceState() {
   close_ipc();

@@ -32,9 +32,9 @@
 #include <memory>
 
 #include "comm/algorithms/deliberate_leak.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/core/submit.h"
 #include "comm/device/cuda_driver.h"
 #include "comm/device/device_paths.h"

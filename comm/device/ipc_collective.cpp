@@ -24,8 +24,8 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/core/signature.h"
 #include "comm/core/submit.h"
 #include "comm/device/device_paths.h"

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "comm/algorithms/deliberate_leak.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/device/device_paths.h"
 
 namespace plexus::comm::device {

@@ -25,9 +25,9 @@
 #include <initializer_list>
 #include <string>
 
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
 #include "comm/device/device_paths.h"
 #include "comm/device/staged_pipeline.h"
 
@@ -193,7 +193,7 @@ plx_result_t run_staged(const char* fn, plx_comm* comm, cudaStream_t stream,
   }
   const size_t elem = plx_datatype_size(args.datatype);
   if (elem == 0 || args.send_count > SIZE_MAX / elem / 2 || args.recv_count > SIZE_MAX / elem / 2) {
-    return host_run(args.send, args.recv);  // the host checks name the bad argument
+    return host_run(args.send, args.recv);  // too large to stage (see run_collective)
   }
   const size_t send_bytes = args.send ? args.send_count * elem : 0;
   const size_t recv_bytes = args.recv ? args.recv_count * elem : 0;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm::device {
 

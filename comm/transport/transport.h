@@ -21,7 +21,7 @@
 
 namespace plexus::comm {
 
-class AsyncState;  // comm/core/async_state.h
+class AsyncState;  // comm/base/async_state.h
 
 // One posted send or receive. Must not move or be destroyed while posted (the transport keeps a
 // pointer to it until it completes).

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/trim.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/trim.h"
 
 namespace plexus::comm {
 namespace {

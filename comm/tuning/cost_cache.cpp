@@ -21,9 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/tuning/measure.h"
 #include "topology/json_depth.h"
 #include "topology/output_path.h"

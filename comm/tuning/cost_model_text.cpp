@@ -8,8 +8,8 @@
 #include <cmath>
 #include <string>
 
-#include "comm/core/error.h"
-#include "comm/core/trim.h"
+#include "comm/base/error.h"
+#include "comm/base/trim.h"
 
 namespace plexus::comm {
 

@@ -9,9 +9,11 @@
  * Conventions that hold for every function below:
  *  - Counts are `size_t` numbers of ELEMENTS of the given datatype, never bytes, unless the
  *    parameter name ends in `_bytes`.
- *  - Every function returns a `plx_result_t`. On failure, outputs are left untouched and
- *    plx_get_last_error() returns a message naming the function, the rank and the argument,
- *    e.g. "plx_broadcast: rank 3: root 9 not in 0..7".
+ *  - Every function returns a `plx_result_t`, except three lookups that cannot fail:
+ *    plx_get_error_string() and plx_get_last_error() return a string, plx_datatype_size() a
+ *    size. On failure, outputs are left untouched and plx_get_last_error() returns a message
+ *    naming the function, the rank and the argument, e.g. "plx_broadcast: rank 3: root 9 not in
+ *    0..7".
  *  - Nothing exits the process and no C++ exception crosses this ABI.
  *  - Collectives come in two forms. plx_allreduce() etc. are blocking: they return once the
  *    caller's output buffer holds the result. plx_iallreduce() etc. return at once with a

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/device/device_reduce.h"
 #include "comm/reduce/reduce.h"
 #include "perf/harness/options.h"

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/base/config.h"
 #include "comm/bootstrap/launcher_env.h"
 #include "comm/core/communicator.h"
-#include "comm/core/config.h"
 #include "plexus/plexus.h"
 #include "tests/comm/shm_available.h"
 #include "tests/support/multiprocess.h"

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/core/submit.h"
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"

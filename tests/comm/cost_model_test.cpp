@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/transport/tag.h"
 #include "comm/tuning/algo_override.h"
 #include "comm/tuning/algorithm_id.h"

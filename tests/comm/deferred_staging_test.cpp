@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/c_api_calls.h"
-#include "comm/core/error.h"
+#include "comm/api/c_api_calls.h"
+#include "comm/base/error.h"
 #include "comm/device/device_args.h"
 #include "comm/device/device_deferred.h"
 #include "plexus/plexus.h"
@@ -129,8 +129,8 @@ plx_result_t iallreduce(plx_comm_t comm, int rank, const std::vector<int64_t>& s
   args.nonblocking = true;
   return device::stage_deferred(fn, rank, args, std::move(engine),
                                 [&](const void* s, void* r) {
-                                  return capi::allreduce(fn, s, r, count, PLX_INT64, PLX_SUM,
-                                                         comm, request, true);
+                                  return capi::submit_allreduce(s, r, count, PLX_INT64, PLX_SUM,
+                                                                comm, request);
                                 });
 }
 
@@ -189,8 +189,8 @@ std::string results(plx_comm_t comm, int rank, int n) {
             device::stage_deferred(fn, rank, args,
                                    std::make_shared<HostCopyEngine>(fn, rank, &ledger),
                                    [&](const void* s, void* r) {
-                                     return capi::allgather(fn, s, r, c, PLX_INT64, comm,
-                                                            &request, true);
+                                     return capi::submit_allgather(s, r, c, PLX_INT64, comm,
+                                                                   &request);
                                    }),
             "staged in-place plx_iallgather");
         !why.empty()) {
@@ -224,9 +224,9 @@ std::string results(plx_comm_t comm, int rank, int n) {
             device::stage_deferred(fn, rank, args,
                                    std::make_shared<HostCopyEngine>(fn, rank, &ledger),
                                    [&](const void* s, void* r) {
-                                     return capi::alltoallv(fn, s, counts.data(), sdispls.data(),
-                                                            r, counts.data(), rdispls.data(),
-                                                            PLX_INT64, comm, &request, true);
+                                     return capi::submit_alltoallv(
+                                         s, counts.data(), sdispls.data(), r, counts.data(),
+                                         rdispls.data(), PLX_INT64, comm, &request);
                                    }),
             "staged plx_ialltoallv");
         !why.empty()) {
@@ -263,8 +263,7 @@ std::string grouped(plx_comm_t comm, int rank, int n) {
           device::allreduce_args(send.data(), sum.data(), kCount, PLX_INT64, PLX_SUM),
           engine("plx_allreduce"),
           [&](const void* s, void* r) {
-            return capi::allreduce("plx_allreduce", s, r, kCount, PLX_INT64, PLX_SUM, comm,
-                                   nullptr, false);
+            return capi::submit_allreduce(s, r, kCount, PLX_INT64, PLX_SUM, comm, nullptr);
           }),
       "grouped allreduce");
   if (queued.empty()) {
@@ -274,8 +273,7 @@ std::string grouped(plx_comm_t comm, int rank, int n) {
             device::broadcast_args(root_data.data(), bcast.data(), kCount, PLX_INT64, rank == 0),
             engine("plx_broadcast"),
             [&](const void* s, void* r) {
-              return capi::broadcast("plx_broadcast", s, r, kCount, PLX_INT64, 0, comm, nullptr,
-                                     false);
+              return capi::submit_broadcast(s, r, kCount, PLX_INT64, 0, comm, nullptr);
             }),
         "grouped broadcast");
   }
@@ -284,8 +282,8 @@ std::string grouped(plx_comm_t comm, int rank, int n) {
         device::stage_deferred("plx_send", rank, device::send_args(send.data(), kCount, PLX_INT64),
                                engine("plx_send"),
                                [&](const void* s, void*) {
-                                 return capi::p2p("plx_send", true, s, kCount, PLX_INT64, peer,
-                                                  comm, nullptr, false);
+                                 return capi::submit_p2p(true, s, kCount, PLX_INT64, peer, comm,
+                                                         nullptr);
                                }),
         "grouped send");
   }
@@ -294,8 +292,8 @@ std::string grouped(plx_comm_t comm, int rank, int n) {
         device::stage_deferred("plx_recv", rank, device::recv_args(got.data(), kCount, PLX_INT64),
                                engine("plx_recv"),
                                [&](const void*, void* r) {
-                                 return capi::p2p("plx_recv", false, r, kCount, PLX_INT64, from,
-                                                  comm, nullptr, false);
+                                 return capi::submit_p2p(false, r, kCount, PLX_INT64, from, comm,
+                                                         nullptr);
                                }),
         "grouped recv");
   }
@@ -386,8 +384,8 @@ std::string unmatched_receive(plx_comm_t comm, int rank, plx_result_t want_resul
           device::stage_deferred("plx_irecv", rank, device::recv_args(got.data(), 32, PLX_INT64),
                                  std::make_shared<HostCopyEngine>("plx_irecv", rank, &ledger),
                                  [&](const void*, void* r) {
-                                   return capi::p2p("plx_irecv", false, r, 32, PLX_INT64,
-                                                    1 - rank, comm, &request, true);
+                                   return capi::submit_p2p(false, r, 32, PLX_INT64, 1 - rank, comm,
+                                                           &request);
                                  }),
           "staged plx_irecv");
       !why.empty()) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/device/device_reduce.h"
 #include "tests/support/gpu_available.h"
 

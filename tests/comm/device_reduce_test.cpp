@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 #include "tests/comm/device_test_support.h"
 #include "tests/support/gpu_available.h"

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/transport/ofi/ofi_transport.h"
 #include "comm/transport/ofi/provider_select.h"
 #include "comm/transport/ofi/registration_cache.h"

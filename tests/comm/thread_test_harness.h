@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/reduce/reduce.h"
 #include "tests/comm/collective_reference.h"
 #include "tests/support/thread_transport.h"

@@ -23,7 +23,7 @@
 #include "comm/algorithms/host_layout.h"
 #include "comm/algorithms/hierarchical_segments.h"
 #include "comm/algorithms/host_tree.h"
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/transport/tag.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/core/async_state.h"
+#include "comm/base/async_state.h"
 #include "comm/transport/ucx/ucx_transport.h"
 #include "plexus/plexus.h"
 #include "tests/comm/point_to_point_checks.h"

@@ -1,5 +1,5 @@
 // unknown_settings_report_test.cpp - a PLEXUS_* name the table lacks is reported once per
-// process, through the log, when the first communicator is created (comm/core/config.h).
+// process, through the log, when the first communicator is created (comm/base/config.h).
 //
 // Two real ranks run with two misspelt settings in their environment. Each captures its stderr,
 // creates the world communicator and then a second one (plx_comm_init_rank on a unique id that
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/config.h"
+#include "comm/base/config.h"
 #include "plexus/plexus.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/stderr_capture.h"

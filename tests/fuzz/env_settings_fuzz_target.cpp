@@ -1,5 +1,5 @@
 // env_settings_fuzz_target.cpp - the fuzzing entry point for the environment variables libplexus
-// reads: integers and byte counts (comm/core/config.h), PLEXUS_DEBUG, PLEXUS_ALGO
+// reads: integers and byte counts (comm/base/config.h), PLEXUS_DEBUG, PLEXUS_ALGO
 // (comm/tuning/algo_override.h), PLEXUS_COST_MODEL (comm/tuning/cost_model_text.h), PLEXUS_PIN
 // (topology/cpu_binding.h), the launchers' rank variables (topology/launcher_env.h) and
 // PLEXUS_JOB_TOKEN (comm/bootstrap/job_key.h).
@@ -37,9 +37,9 @@
 
 #include "comm/bootstrap/job_key.h"
 #include "comm/bootstrap/launcher_env.h"
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/tuning/algo_override.h"
 #include "comm/tuning/cost_model_text.h"
 #include "topology/cpu_binding.h"

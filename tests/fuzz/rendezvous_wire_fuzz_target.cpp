@@ -26,10 +26,10 @@
 #include <cstring>
 #include <string>
 
+#include "comm/base/error.h"
 #include "comm/bootstrap/unique_id.h"
 #include "comm/bootstrap/wire.h"
 #include "comm/bootstrap/wire_messages.h"
-#include "comm/core/error.h"
 #include "tests/fuzz/fuzz_require.h"
 
 namespace {

@@ -158,7 +158,7 @@ TEST(ConfigTable, LibrariesAndToolsReadPlexusVariablesThroughTheTable) {
     for (const char* call : {"getenv(\"PLEXUS_", "secure_getenv(\"PLEXUS_"}) {
       EXPECT_EQ(text.find(call), std::string::npos)
           << path << " calls " << call << "...\"): read it with config_text() or the typed "
-          << "readers of topology/settings/config_read.h (comm: comm/core/config.h)";
+          << "readers of topology/settings/config_read.h (comm: comm/base/config.h)";
     }
   }
   EXPECT_GT(checked, 100u);

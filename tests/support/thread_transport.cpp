@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::test {
 

@@ -3,7 +3,7 @@
 // Environment values are hostile: a value is parsed whole (no trailing text, no overflow, within
 // the caller's range) or refused with a message naming the variable and the value. Errors are
 // returned as text, since this library sits below comm's per-thread last error: comm wraps these
-// in comm/core/config.h, topology and the tools pass the text on.
+// in comm/base/config.h, topology and the tools pass the text on.
 #pragma once
 
 #include <cstddef>

@@ -13,7 +13,7 @@
 // Names are hostile: bytes outside printable ASCII (and the backslash) are written as
 // \xNN, a name longer than kMaxShownBytes is cut (with "...") and a name that long gets
 // no suggestion, and at most kMaxUnknownLines names are listed, then one line counts the rest.
-// The lines are for comm's log (comm/core/config.h reports them once per process).
+// The lines are for comm's log (comm/base/config.h reports them once per process).
 #pragma once
 
 #include <cstddef>

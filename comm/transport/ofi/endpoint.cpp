@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "comm/transport/ofi/shm_names.h"
 
 namespace plexus::comm::ofi {

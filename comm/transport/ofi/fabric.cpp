@@ -1,7 +1,7 @@
 // fabric.cpp - fi_fabric + fi_domain.
 #include "comm/transport/ofi/fabric.h"
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 namespace plexus::comm::ofi {
 

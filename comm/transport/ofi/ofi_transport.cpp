@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <thread>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 
 namespace plexus::comm::ofi {
 
@@ -25,8 +25,6 @@ namespace {
 
 constexpr int kPartShift = 56;
 constexpr size_t kMaxParts = 256;
-// How long a provider error waits for the liveness channel to name a lost peer behind it.
-constexpr auto kLivenessGrace = std::chrono::milliseconds(1000);
 
 // Backs off an idle wait: yield for the first `spin` (PLEXUS_SPIN_US), then sleeps that grow with
 // the idle time up to 1 ms.
@@ -78,7 +76,8 @@ plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int time
   transport->size_ = size;
   transport->timeout_ = std::chrono::milliseconds(timeout_ms);
   transport->spin_ = std::chrono::microseconds(spin_us);
-  transport->async_ = std::move(async);
+  transport->async_ = async;
+  transport->wait_.setup(rank, transport->timeout_, std::move(async));
   PLX_CHECK(Fabric::open(std::move(info), rank, &transport->fabric_));
   PLX_CHECK(CompletionQueue::open(transport->fabric_->domain(), rank, &transport->cq_));
   PLX_CHECK(Endpoint::open(*transport->fabric_, *transport->cq_, rank, &transport->endpoint_));
@@ -96,11 +95,11 @@ plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int time
 }
 
 OfiTransport::~OfiTransport() {
-  if (!split_ops_.empty() && failure_ == PLX_SUCCESS) {
+  if (!split_ops_.empty() && !wait_.failed()) {
     log_message(LogLevel::Warn, "transport closed with {} split messages in flight",
                 split_ops_.size());
   }
-  const bool failed = failure_ != PLX_SUCCESS || (async_ && async_->error() != PLX_SUCCESS);
+  const bool failed = wait_.failed() || (async_ && async_->error() != PLX_SUCCESS);
   if (failed && !(async_ && async_->failed_only_by_peer_abort())) {
     // A peer was lost or the provider failed: operations may still be posted against the dead
     // peer's connection, and tcp;ofi_rxm has been seen to crash in fi_close then. The
@@ -155,10 +154,10 @@ plx_result_t OfiTransport::post_recv(int peer, uint64_t tag, void* buf, size_t b
 plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
                                 Request& req, void* desc) {
   const char* what = is_send ? "post_send" : "post_recv";
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  if (wait_.failed()) return wait_.sticky_failure();
   // A peer known lost (or an abort): fail before touching the provider, whose connection state
   // for the dead peer may be half torn down.
-  if (async_->aborted() || async_->error() != PLX_SUCCESS) return check_async(what);
+  if (wait_.async_failed()) return wait_.check_async(what);
   if (!connected_) {
     return set_error(PLX_ERROR_INTERNAL, fmt::format("rank {}: {} before connect", rank_, what));
   }
@@ -222,9 +221,9 @@ plx_result_t OfiTransport::post_one(bool is_send, int peer, uint64_t tag, void* 
     // The provider's queues are full: make progress, then retry.
     size_t completed = 0;
     PLX_CHECK(progress(&completed));
-    if (async_->aborted() || async_->error() != PLX_SUCCESS) {
-      return check_async(fmt::format("posting a {} rank {}", is_send ? "send to" : "receive from",
-                                     peer).c_str());
+    if (wait_.async_failed()) {
+      return wait_.check_async(
+          fmt::format("posting a {} rank {}", is_send ? "send to" : "receive from", peer));
     }
     const auto now = Clock::now();
     if (now - start > timeout_) {
@@ -247,7 +246,7 @@ plx_result_t OfiTransport::progress(size_t* completed) {
     }
     for (size_t i = 0; i < count; ++i) complete(entries[i]);
     *completed += count;
-    if (failure_ != PLX_SUCCESS) return sticky_failure();
+    if (wait_.failed()) return wait_.sticky_failure();
     if (count == 0) break;
   }
   return PLX_SUCCESS;
@@ -282,89 +281,28 @@ void OfiTransport::complete(const Completion& completion) {
   }
 }
 
-plx_result_t OfiTransport::check_async(const char* during) {
-  if (async_->aborted()) {
-    return fail(PLX_ERROR_ABORTED,
-                fmt::format("rank {}: {}: the communicator was aborted (plx_comm_abort)", rank_,
-                            during));
-  }
-  if (const plx_result_t code = async_->error(); code != PLX_SUCCESS) {
-    return fail(code, fmt::format("rank {}: {}: {}", rank_, during, async_->message()));
-  }
-  return PLX_SUCCESS;
-}
-
 plx_result_t OfiTransport::wait_all(Request* const* reqs, size_t n) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  auto last_progress = Clock::now();
-  while (true) {
-    size_t completed = 0;
-    PLX_CHECK(progress(&completed));
-    size_t pending = 0;
-    const Request* first = nullptr;
-    for (size_t i = 0; i < n; ++i) {
-      if (reqs[i] && !reqs[i]->done) {
-        if (!first) first = reqs[i];
-        ++pending;
-      }
-    }
-    if (pending == 0) return PLX_SUCCESS;
-    const auto describe = [&] {
-      return fmt::format("waiting for {} of {} requests (first: with rank {}, {} bytes)", pending,
-                         n, first->peer, first->bytes);
-    };
-    if (async_->aborted() || async_->error() != PLX_SUCCESS) {
-      return check_async(describe().c_str());
-    }
-    const auto now = Clock::now();
-    if (completed > 0) {
-      last_progress = now;
-      continue;
-    }
-    if (now - last_progress > timeout_) {
-      return fail(PLX_ERROR_TIMEOUT,
-                  fmt::format("rank {}: {}: no progress for PLEXUS_TIMEOUT_MS={} ms", rank_,
-                              describe(), timeout_.count()));
-    }
-    idle_backoff(now - last_progress, spin_);
-  }
+  return wait_.wait_all(
+      reqs, n, [this](size_t* completed) { return progress(completed); },
+      [this](Clock::duration idle) {
+        idle_backoff(idle, spin_);
+        return PLX_SUCCESS;
+      });
 }
 
 plx_result_t OfiTransport::test(Request& req, bool* done) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  size_t completed = 0;
-  PLX_CHECK(progress(&completed));
-  PLX_CHECK(check_async("testing a request"));
-  *done = req.done;
-  return PLX_SUCCESS;
+  return wait_.test(req, done, [this](size_t* completed) { return progress(completed); });
 }
 
 void OfiTransport::poll_once() {
-  if (failure_ != PLX_SUCCESS) return;
+  if (wait_.failed()) return;
   size_t completed = 0;
   progress(&completed);
 }
 
 plx_result_t OfiTransport::fail(plx_result_t code, std::string message) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  if (code == PLX_ERROR_TRANSPORT) {
-    // A peer that died usually shows up here first (a reset connection); give the liveness
-    // channel a moment to say which rank it was, since that is the actionable news.
-    const auto until = Clock::now() + kLivenessGrace;
-    while (async_->error() == PLX_SUCCESS && !async_->aborted() && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (async_->error() != PLX_SUCCESS) {
-      code = async_->error();
-      message = fmt::format("rank {}: {} (transport: {})", rank_, async_->message(), message);
-    }
-  }
-  failure_ = code;
-  failure_message_ = std::move(message);
-  log_message(LogLevel::Info, "transport failed: {}", failure_message_);
-  return set_error(failure_, failure_message_);
+  if (code == PLX_ERROR_TRANSPORT) return wait_.fail_after_grace(code, std::move(message));
+  return wait_.fail(code, std::move(message));
 }
-
-plx_result_t OfiTransport::sticky_failure() const { return set_error(failure_, failure_message_); }
 
 }  // namespace plexus::comm::ofi

@@ -26,7 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "comm/core/async_state.h"
+#include "comm/base/async_state.h"
+#include "comm/transport/request_wait.h"
 #include "comm/transport/ofi/completion_queue.h"
 #include "comm/transport/ofi/endpoint.h"
 #include "comm/transport/ofi/fabric.h"
@@ -99,11 +100,9 @@ class OfiTransport final : public Transport {
   // Reads the completion queue until it is empty; *completed counts finished operations.
   plx_result_t progress(size_t* completed);
   void complete(const Completion& completion);
-  // Checks abort and liveness; on news, fails the transport.
-  plx_result_t check_async(const char* during);
-  // Records the first failure and returns it; later calls return it again.
+  // Records the first failure and returns it; later calls return it again. A provider error
+  // (PLX_ERROR_TRANSPORT) first gives the liveness channel its grace (request_wait.h).
   plx_result_t fail(plx_result_t code, std::string message);
-  plx_result_t sticky_failure() const;
 
   int rank_ = 0;
   int size_ = 0;
@@ -115,8 +114,8 @@ class OfiTransport final : public Transport {
   std::unique_ptr<CompletionQueue> cq_;
   std::unique_ptr<Endpoint> endpoint_;
   bool connected_ = false;
-  plx_result_t failure_ = PLX_SUCCESS;
-  std::string failure_message_;
+  // The sticky failure, the abort and liveness checks, and the wait and test loops.
+  RequestWait wait_;
   // Contexts of the parts of split messages -> their operation (empty almost always).
   std::unordered_map<void*, SplitOp*> split_parts_;
   std::unordered_map<SplitOp*, std::unique_ptr<SplitOp>> split_ops_;

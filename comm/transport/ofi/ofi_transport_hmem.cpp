@@ -7,8 +7,8 @@
 // registration and are posted as ordinary ones.
 #include <fmt/format.h>
 
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ofi/ofi_transport.h"
 
 namespace plexus::comm::ofi {
@@ -40,7 +40,7 @@ plx_result_t OfiTransport::post_recv_hmem(int peer, uint64_t tag, void* buf, siz
 plx_result_t OfiTransport::post_hmem(bool is_send, int peer, uint64_t tag, void* buf,
                                      size_t bytes, const BufferMemory& memory, Request& req) {
   const char* what = is_send ? "post_send_hmem" : "post_recv_hmem";
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  if (wait_.failed()) return wait_.sticky_failure();
   if (!hmem_supported(memory.space)) {
     return set_error(PLX_ERROR_UNSUPPORTED,
                      fmt::format("rank {}: {}: provider {} {}", rank_, what,

@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 
 namespace plexus::comm::ofi {
 

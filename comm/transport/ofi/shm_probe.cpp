@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ofi/ofi_transport.h"
 #include "comm/transport/ofi/provider_select.h"
 #include "comm/transport/ofi/shm_names.h"

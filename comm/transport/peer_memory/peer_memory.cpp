@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "comm/core/async_state.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/async_state.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 
 namespace plexus::comm {
 namespace {

@@ -52,8 +52,6 @@ class PeerAllocations {
   // on new buffers.
   void make_room(size_t count);
 
-  size_t mapped_count() const { return mappings_.size(); }
-
   // The allocations (per member: send id, send bytes, recv id, recv bytes) that every member
   // mapped at the last call that checked: while a call's buffers lie in the same allocations,
   // every member's resolve() hits its cache and cannot fail, so that check may be skipped. The

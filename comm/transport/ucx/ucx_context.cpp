@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
 #include "comm/transport/ucx/ucx_util.h"
 
 namespace plexus::comm::ucx {

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ucx/ucx_util.h"
 
 namespace plexus::comm::ucx {

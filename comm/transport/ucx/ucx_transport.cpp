@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <thread>
 
-#include "comm/core/config.h"
-#include "comm/core/error.h"
-#include "comm/core/log.h"
+#include "comm/base/config.h"
+#include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ucx/ucx_context.h"
 #include "comm/transport/ucx/ucx_endpoints.h"
 #include "comm/transport/ucx/ucx_util.h"
@@ -23,8 +23,6 @@ namespace {
 
 // Longest sleep of an idle wait: abort, liveness and the timeout are checked at least this often.
 constexpr int kIdleWaitMs = 10;
-// How long a failure that may hide a lost peer waits for the liveness channel to name it.
-constexpr auto kLivenessGrace = std::chrono::milliseconds(1000);
 // Bounds on closing the endpoints in the destructor.
 constexpr auto kGracefulCloseBound = std::chrono::milliseconds(5000);
 constexpr auto kForcedCloseBound = std::chrono::milliseconds(1000);
@@ -73,7 +71,8 @@ plx_result_t UcxTransport::open(int rank, int size, int timeout_ms,
   transport->timeout_ = std::chrono::milliseconds(timeout_ms);
   transport->spin_ = std::chrono::microseconds(spin_us);
   transport->loopback_only_ = loopback_only;
-  transport->async_ = std::move(async);
+  transport->async_ = async;
+  transport->wait_.setup(rank, transport->timeout_, std::move(async));
   PLX_CHECK(UcxContext::open(rank, loopback_only, &transport->context_));
   const std::string& defaults = transport->context_->defaults_applied();
   log_message(LogLevel::Info, "transport ucx open: worker address {} bytes, {}",
@@ -86,7 +85,7 @@ plx_result_t UcxTransport::open(int rank, int size, int timeout_ms,
 UcxTransport::~UcxTransport() {
   if (!context_) return;
   const bool broken =
-      failure_ != PLX_SUCCESS || async_->aborted() || async_->error() != PLX_SUCCESS;
+      wait_.failed() || async_->aborted() || async_->error() != PLX_SUCCESS;
   const std::vector<Operation*> live = operations_.live();
   if (!live.empty() && !broken) {
     log_message(LogLevel::Warn, "UCX transport closed with {} operations in flight; cancelling",
@@ -117,7 +116,7 @@ UcxTransport::~UcxTransport() {
 const std::vector<uint8_t>& UcxTransport::local_address() const { return context_->address(); }
 
 plx_result_t UcxTransport::connect(const std::vector<std::vector<uint8_t>>& addresses) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
+  if (wait_.failed()) return wait_.sticky_failure();
   if (connected_) {
     return set_error(PLX_ERROR_INTERNAL, fmt::format("rank {}: connect called twice", rank_));
   }
@@ -157,8 +156,8 @@ plx_result_t UcxTransport::post_recv(int peer, uint64_t tag, void* buf, size_t b
 plx_result_t UcxTransport::post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes,
                                 Request& req) {
   const char* what = is_send ? "post_send" : "post_recv";
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  if (async_->aborted() || async_->error() != PLX_SUCCESS) return check_async(what);
+  if (wait_.failed()) return wait_.sticky_failure();
+  if (wait_.async_failed()) return wait_.check_async(what);
   if (!connected_) {
     return set_error(PLX_ERROR_INTERNAL, fmt::format("rank {}: {} before connect", rank_, what));
   }
@@ -217,7 +216,7 @@ plx_result_t UcxTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
     ucx_error(
         rank_, is_send ? "ucp_tag_send_nbx" : "ucp_tag_recv_nbx", UCS_PTR_STATUS(status),
         fmt::format("{} bytes {} rank {}, tag {:#x}", bytes, is_send ? "to" : "from", peer, tag));
-    return fail_from_ucx(PLX_ERROR_TRANSPORT, last_error());
+    return wait_.fail_after_grace(PLX_ERROR_TRANSPORT, last_error());
   }
   if (op->req == nullptr) {
     // The callback already ran inside the call (and freed UCX's request).
@@ -225,7 +224,9 @@ plx_result_t UcxTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
   } else {
     op->ucx_request = status;
   }
-  if (pending_code_ != PLX_SUCCESS) return fail_from_ucx(pending_code_, pending_message_);
+  if (pending_code_ != PLX_SUCCESS) {
+    return wait_.fail_after_grace(pending_code_, pending_message_);
+  }
   return PLX_SUCCESS;
 }
 
@@ -280,105 +281,39 @@ plx_result_t UcxTransport::progress(size_t* completed, bool may_wait) {
   context_->progress();
   *completed = completions_ - before;
   if (pending_code_ == PLX_SUCCESS) return PLX_SUCCESS;
-  return may_wait ? fail_from_ucx(pending_code_, pending_message_)
-                  : fail(pending_code_, pending_message_);
-}
-
-plx_result_t UcxTransport::check_async(const std::string& during) {
-  if (async_->aborted()) {
-    return fail(
-        PLX_ERROR_ABORTED,
-        fmt::format("rank {}: {}: the communicator was aborted (plx_comm_abort)", rank_, during));
-  }
-  if (const plx_result_t code = async_->error(); code != PLX_SUCCESS) {
-    return fail(code, fmt::format("rank {}: {}: {}", rank_, during, async_->message()));
-  }
-  return PLX_SUCCESS;
+  return may_wait ? wait_.fail_after_grace(pending_code_, pending_message_)
+                  : wait_.fail(pending_code_, pending_message_);
 }
 
 plx_result_t UcxTransport::wait_all(Request* const* reqs, size_t n) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  auto last_progress = Clock::now();
-  while (true) {
-    size_t completed = 0;
-    PLX_CHECK(progress(&completed));
-    size_t pending = 0;
-    const Request* first = nullptr;
-    for (size_t i = 0; i < n; ++i) {
-      if (reqs[i] && !reqs[i]->done) {
-        if (!first) first = reqs[i];
-        ++pending;
-      }
-    }
-    if (pending == 0) return PLX_SUCCESS;
-    const auto describe = [&] {
-      return fmt::format("waiting for {} of {} requests (first: with rank {}, {} bytes)", pending,
-                         n, first->peer, first->bytes);
-    };
-    if (async_->aborted() || async_->error() != PLX_SUCCESS) return check_async(describe());
-    const auto now = Clock::now();
-    if (completed > 0) {
-      last_progress = now;
-      continue;
-    }
-    const auto idle = now - last_progress;
-    if (idle > timeout_) {
-      return fail(PLX_ERROR_TIMEOUT,
-                  fmt::format("rank {}: {}: no progress for PLEXUS_TIMEOUT_MS={} ms", rank_,
-                              describe(), timeout_.count()));
-    }
-    if (idle < spin_) {  // PLEXUS_SPIN_US: poll again first, giving way to other ranks
-      sched_yield();
-      continue;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - idle);
-    const int wait_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 1, kIdleWaitMs));
-    if (const plx_result_t result = context_->wait_for_events(wait_ms); result != PLX_SUCCESS) {
-      return fail(result, last_error());
-    }
-  }
+  return wait_.wait_all(
+      reqs, n, [this](size_t* completed) { return progress(completed); },
+      [this](Clock::duration idle) -> plx_result_t {
+        if (idle < spin_) {  // PLEXUS_SPIN_US: poll again first, giving way to other ranks
+          sched_yield();
+          return PLX_SUCCESS;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - idle);
+        const int wait_ms =
+            static_cast<int>(std::clamp<int64_t>(left.count() + 1, 1, kIdleWaitMs));
+        if (const plx_result_t result = context_->wait_for_events(wait_ms);
+            result != PLX_SUCCESS) {
+          return wait_.fail(result, last_error());
+        }
+        return PLX_SUCCESS;
+      });
 }
 
 plx_result_t UcxTransport::test(Request& req, bool* done) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  size_t completed = 0;
-  PLX_CHECK(progress(&completed));
-  PLX_CHECK(check_async("testing a request"));
-  *done = req.done;
-  return PLX_SUCCESS;
+  return wait_.test(req, done, [this](size_t* completed) { return progress(completed); });
 }
 
 void UcxTransport::poll_once() {
-  if (failure_ != PLX_SUCCESS || !context_) return;
+  if (wait_.failed() || !context_) return;
   size_t completed = 0;
   // No liveness grace here: a peer that finished plx_comm_destroy first closes its endpoints
   // while this rank still polls, and poll_once must not block.
   (void)progress(&completed, /*may_wait=*/false);
 }
-
-plx_result_t UcxTransport::fail_from_ucx(plx_result_t code, std::string message) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  // A dead peer shows up here as a broken endpoint or a failed operation; give the liveness
-  // channel a moment to say which rank was lost, since that is the actionable news.
-  const auto until = Clock::now() + kLivenessGrace;
-  while (async_->error() == PLX_SUCCESS && !async_->aborted() && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (async_->error() != PLX_SUCCESS) {
-    code = async_->error();
-    message = fmt::format("rank {}: {} (transport: {})", rank_, async_->message(), message);
-  }
-  return fail(code, std::move(message));
-}
-
-plx_result_t UcxTransport::fail(plx_result_t code, std::string message) {
-  if (failure_ != PLX_SUCCESS) return sticky_failure();
-  failure_ = code;
-  failure_message_ = std::move(message);
-  log_message(LogLevel::Info, "transport failed: {}", failure_message_);
-  return set_error(failure_, failure_message_);
-}
-
-plx_result_t UcxTransport::sticky_failure() const { return set_error(failure_, failure_message_); }
 
 }  // namespace plexus::comm::ucx

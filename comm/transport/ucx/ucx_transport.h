@@ -40,7 +40,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/core/async_state.h"
+#include "comm/base/async_state.h"
+#include "comm/transport/request_wait.h"
 #include "comm/transport/transport.h"
 #include "comm/transport/ucx/operation_pool.h"
 
@@ -94,7 +95,8 @@ class UcxTransport final : public Transport {
 
   plx_result_t post(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes, Request& req);
   // Drives UCX until it has nothing more to do; *completed counts finished requests. Returns the
-  // failure a callback recorded, if any (may_wait: after the liveness grace of fail_from_ucx).
+  // failure a callback recorded, if any (may_wait: after the liveness grace,
+  // RequestWait::fail_after_grace).
   plx_result_t progress(size_t* completed, bool may_wait = true);
   // From UCX callbacks (inside progress): an operation finished with `status` (a ucs_status_t).
   void complete(Operation* op, void* ucx_request, int status);
@@ -102,14 +104,6 @@ class UcxTransport final : public Transport {
   void peer_failed(int peer, int status);
   // Keeps the first failure seen inside progress, for progress() to act on.
   void record_pending(plx_result_t code, std::string message);
-  // Checks abort and liveness; on news, fails the transport.
-  plx_result_t check_async(const std::string& during);
-  // Records the first failure and returns it; later calls return it again.
-  plx_result_t fail(plx_result_t code, std::string message);
-  // fail() for what UCX reported (a failed operation or endpoint), which may hide a lost peer:
-  // first waits up to a second for the liveness channel to name the rank, and prefers its news.
-  plx_result_t fail_from_ucx(plx_result_t code, std::string message);
-  plx_result_t sticky_failure() const;
 
   int rank_ = 0;
   int size_ = 0;
@@ -127,8 +121,9 @@ class UcxTransport final : public Transport {
   bool shutting_down_ = false;  // begin_shutdown(): peers closing are not failures
   plx_result_t pending_code_ = PLX_SUCCESS;
   std::string pending_message_;
-  plx_result_t failure_ = PLX_SUCCESS;
-  std::string failure_message_;
+  // The sticky failure (fail; fail_after_grace for what UCX reported, a failed operation or
+  // endpoint, which may hide a lost peer), the abort and liveness checks, the wait and test loops.
+  RequestWait wait_;
 };
 
 }  // namespace plexus::comm::ucx

@@ -1,5 +1,5 @@
 // log.cpp - the stderr log behind log.h.
-#include "comm/core/log.h"
+#include "comm/base/log.h"
 
 #include <atomic>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "comm/core/config.h"
+#include "comm/base/config.h"
 
 namespace plexus {
 

@@ -1,5 +1,5 @@
 // config.cpp - see config.h.
-#include "comm/core/config.h"
+#include "comm/base/config.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <mutex>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "topology/settings/unknown_settings.h"
 
 extern char** environ;

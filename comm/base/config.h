@@ -5,7 +5,7 @@
 // Every variable is declared once in topology/settings/config_table.cpp with its full name, type, default
 // and help, so `grep PLEXUS_TIMEOUT_MS` finds its definition and print_config_table() documents
 // all of them. Launcher variables that Plexus merely honours (RANK, OMPI_COMM_WORLD_RANK,
-// SLURM_PROCID, ...) belong to their launchers and are listed in comm/bootstrap/launcher_env.cpp
+// SLURM_PROCID, ...) belong to their launchers and are listed in topology/launcher_env.cpp
 // instead.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "comm/core/log.h"
+#include "comm/base/log.h"
 #include "plexus/plexus.h"
 #include "topology/settings/config_read.h"
 #include "topology/settings/config_table.h"

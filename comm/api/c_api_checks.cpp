@@ -1,5 +1,5 @@
 // c_api_checks.cpp - see c_api_checks.h.
-#include "comm/core/c_api_checks.h"
+#include "comm/api/c_api_checks.h"
 
 #include <cstdint>
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/core/c_api_checks.h"
+#include "comm/api/c_api_checks.h"
 #include "comm/core/submit.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <new>
 #include <string_view>
 
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 #include "plexus/plexus.h"
 
 struct plx_comm;

@@ -1,9 +1,9 @@
 // error.cpp - the thread-local last error behind plx_get_last_error() and PLX_CHECK's log line.
-#include "comm/core/error.h"
+#include "comm/base/error.h"
 
 #include <utility>
 
-#include "comm/core/log.h"
+#include "comm/base/log.h"
 
 namespace plexus {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "comm/algorithms/host_layout.h"
-#include "comm/core/c_api_checks.h"
+#include "comm/api/c_api_checks.h"
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/reduce/reduce.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_model.h"

@@ -3,9 +3,9 @@
 // shared_allocations.h's.
 #include <fmt/format.h>
 
-#include "comm/core/c_api_checks.h"
+#include "comm/api/c_api_checks.h"
+#include "comm/base/error.h"
 #include "comm/core/communicator.h"
-#include "comm/core/error.h"
 #include "comm/core/shared_allocations.h"
 #include "plexus/plexus.h"
 
