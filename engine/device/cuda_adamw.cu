@@ -8,7 +8,6 @@
 
 #include "engine/device/cuda_context.cuh"
 #include "engine/device/cuda_layers.h"
-#include "engine/optim/adamw.h"
 
 namespace plexus::engine::cuda {
 namespace {
@@ -40,18 +39,19 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
 }  // namespace
 
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
-                const AdamWConfig& config, const uint8_t* decay_mask) {
+                float lr, float beta1, float beta2, float eps, float weight_decay,
+                const uint8_t* decay_mask) {
   const char* fn = "adamw_step";
   Context& ctx = context(fn);
   if (n == 0 || step < 1) return;  // as adamw.cpp: step < 1 is skipped
   Step s;
-  s.lr = config.lr;
-  s.beta1 = config.beta1;
-  s.beta2 = config.beta2;
-  s.eps = config.eps;
-  s.decay = config.lr * config.weight_decay;
-  s.c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1), step));
-  s.c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2), step));
+  s.lr = lr;
+  s.beta1 = beta1;
+  s.beta2 = beta2;
+  s.eps = eps;
+  s.decay = lr * weight_decay;
+  s.c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), step));
+  s.c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), step));
   adamw_kernel<<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(params, grads, m, v, n, s,
                                                                    decay_mask);
   check_launch(fn, "adamw_kernel");

@@ -20,10 +20,6 @@
 #include <cstdint>
 #include <string>
 
-namespace plexus::engine {
-struct AdamWConfig;
-}
-
 namespace plexus::engine::cuda {
 
 void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
@@ -52,8 +48,11 @@ size_t softmax_crossentropy_forward(float* losses, float* probs, const float* lo
                                     const int32_t* targets, int B, int T, int V);
 void softmax_crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets,
                                    float dloss, int B, int T, int V);
+// AdamW's step (engine/optim/adamw.h) with its hyperparameters as values (AdamWConfig's fields:
+// the device layer sits below the optimizer and does not include it).
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
-                const AdamWConfig& config, const uint8_t* decay_mask);
+                float lr, float beta1, float beta2, float eps, float weight_decay,
+                const uint8_t* decay_mask);
 // Sum of squares in double, as grad_clip.h's grad_sum_squares.
 double sum_squares(const float* x, size_t n);
 // x[0..n) *= scale (clip_grad_norm's rescale).

@@ -54,8 +54,8 @@ size_t softmax_crossentropy_forward(float*, float*, const float*, const int32_t*
 void softmax_crossentropy_backward(float*, const float*, const int32_t*, float, int, int, int) {
   no_cuda("softmax_crossentropy_backward");
 }
-void adamw_step(float*, const float*, float*, float*, size_t, int64_t, const AdamWConfig&,
-                const uint8_t*) {
+void adamw_step(float*, const float*, float*, float*, size_t, int64_t, float, float, float, float,
+                float, const uint8_t*) {
   no_cuda("adamw_step");
 }
 double sum_squares(const float*, size_t) { no_cuda("sum_squares"); }

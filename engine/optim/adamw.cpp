@@ -12,7 +12,10 @@ namespace plexus::engine {
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
                 const AdamWConfig& config, const uint8_t* decay_mask) {
   if (n == 0 || step < 1) return;
-  if (on_cuda()) return cuda::adamw_step(params, grads, m, v, n, step, config, decay_mask);
+  if (on_cuda()) {
+    return cuda::adamw_step(params, grads, m, v, n, step, config.lr, config.beta1, config.beta2,
+                            config.eps, config.weight_decay, decay_mask);
+  }
   adamw_step_host(params, grads, m, v, n, step, config, decay_mask);
 }
 

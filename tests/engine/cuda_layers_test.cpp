@@ -478,7 +478,8 @@ void check_adamw(size_t n, bool with_mask) {
   for (int64_t step = 1; step <= 3; ++step) {
     adamw_step(params.data(), grads.data(), m.data(), v.data(), n, step, config,
                with_mask ? mask.data() : nullptr);
-    cuda::adamw_step(g_params.get(), g_grads.get(), g_m.get(), g_v.get(), n, step, config,
+    cuda::adamw_step(g_params.get(), g_grads.get(), g_m.get(), g_v.get(), n, step, config.lr,
+                     config.beta1, config.beta2, config.eps, config.weight_decay,
                      with_mask ? g_mask.get() : nullptr);
   }
   const std::string tag = ", n " + std::to_string(n) + (with_mask ? ", mask" : ", no mask");
