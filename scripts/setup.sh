@@ -49,11 +49,19 @@ BUILD_DIR=${BUILD_DIR:-build}
 source scripts/ccache.sh
 # CUDA: the main job's first configure of a build folder on a host without a GPU driver leaves
 # the CUDA code out (and says so in a marker file); the next full set-up of that folder turns it
-# back to AUTO. Any other configure keeps what the folder has. CMAKE_ARGS comes later and wins.
+# back to AUTO. Any other configure keeps what the folder has. A PLEXUS_CUDA in CMAKE_ARGS
+# (which comes later and wins) leaves the folder unmarked.
+# The loader's list is read whole before it is searched: with pipefail, `ldconfig -p | grep -q`
+# fails whenever grep exits on its match before ldconfig has written the rest (SIGPIPE).
+gpu_driver_known() {
+  local libraries
+  libraries=$(/sbin/ldconfig -p 2>/dev/null) || true
+  [[ $libraries == *'libcuda.so.1 '* ]]
+}
 cuda_arg=()
 marker=$BUILD_DIR/.main-job-without-cuda
-if [[ ${1:-} == --main-job && ! -f $BUILD_DIR/CMakeCache.txt && ! -e /dev/nvidiactl ]] &&
-   ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+if [[ ${1:-} == --main-job && ! -f $BUILD_DIR/CMakeCache.txt && ! -e /dev/nvidiactl &&
+      ${CMAKE_ARGS:-} != *PLEXUS_CUDA* ]] && ! gpu_driver_known; then
   cuda_arg=(-DPLEXUS_CUDA=OFF)
   mkdir -p "$BUILD_DIR" && touch "$marker"
   echo "setup: no GPU driver here: the main job is built without its CUDA code"
