@@ -438,11 +438,30 @@ def _run_control(tests, args, workdir):
             pass
     records, seconds = _run_backend("gloo", tests, args, workdir)
     if path and all(records[name]["outcome"] in ("pass", "skip") for name in tests):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump(records, f)
-        os.replace(path + ".tmp", path)
+        _keep_control(path, records)
     return records, seconds, None
+
+
+def _keep_control(path, records):
+    """Writes the control's records to path through a temporary file of this process's own (other
+    clones share the folder and may write the same key at once). The cache only saves time: a
+    folder that cannot be written (a read-only or missing home) is reported, not fatal."""
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".gloo-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(records, f)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        print(f"  [gloo  ] the control's results are not kept ({e})", flush=True)
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def _cell(rec):
