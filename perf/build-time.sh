@@ -47,7 +47,7 @@ commit=$(git rev-parse --verify "$rev^{commit}") ||
 WORK=$(mktemp -d /tmp/plexus-build-time.XXXXXX)
 job_pid=""
 cleanup() {
-  if [[ -n $job_pid ]] && kill -0 "$job_pid" 2>/dev/null; then
+  if [[ -n $job_pid ]] && kill -0 -- "-$job_pid" 2>/dev/null; then
     kill -KILL -- "-$job_pid" 2>/dev/null || true
   fi
   if ((keep)); then echo "build-time: the clone is kept in $WORK"; else rm -rf "$WORK"; fi
@@ -81,7 +81,9 @@ if has first-step; then
   figure[first-step]=$((SECONDS - start))
   if ((seen)); then
     kill -TERM -- "-$job_pid" 2>/dev/null || true
-    for _ in $(seq 60); do kill -0 "$job_pid" 2>/dev/null || break; sleep 1; done
+    # The group, not its leader: the job's bash dies of the SIGTERM at once, while plexus-run
+    # (same group) forwards it and waits for its ranks to finish the step and save.
+    for _ in $(seq 60); do kill -0 -- "-$job_pid" 2>/dev/null || break; sleep 1; done
     kill -KILL -- "-$job_pid" 2>/dev/null || true
     wait "$job_pid" 2>/dev/null || true
     echo "build-time: first training step after ${figure[first-step]} s"
