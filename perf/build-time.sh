@@ -74,7 +74,8 @@ if has first-step; then
   setsid scripts/train-moby-dick.sh >"$log" 2>&1 &
   job_pid=$!
   seen=0
-  while kill -0 "$job_pid" 2>/dev/null; do
+  # Bounded: a main job that has not trained a step after an hour is reported as failed.
+  while kill -0 "$job_pid" 2>/dev/null && ((SECONDS - start < 3600)); do
     if grep -qE '^\[0\] step +1/' "$log"; then seen=1; break; fi
     sleep 1
   done
@@ -88,8 +89,9 @@ if has first-step; then
     wait "$job_pid" 2>/dev/null || true
     echo "build-time: first training step after ${figure[first-step]} s"
   else
+    kill -KILL -- "-$job_pid" 2>/dev/null || true  # still running after the hour
     wait "$job_pid" 2>/dev/null || true
-    echo "build-time: the main job ended without a training step; its output:" >&2
+    echo "build-time: the main job trained no step (it ended, or ran an hour); its output:" >&2
     tail -40 "$log" >&2
     exit 1
   fi

@@ -175,10 +175,20 @@ LoadedPlugin load_plugin(const std::string& name) {
                                                             table->abi_version <= 3
                                                       : table->abi_version ==
                                                             PLX_PLUGIN_ABI_VERSION);
-  if (!version_ok || table->struct_size < needed || table->name == nullptr) {
+  if (!version_ok) {
     throw PluginError(
         abi_mismatch(name, found, table ? table->abi_version : 0, symbol) +
         (table ? " (table of " + std::to_string(table->struct_size) + " bytes)" : std::string()));
+  }
+  // The right version, but a table that cannot be one of it: say what is wrong with it.
+  if (table->struct_size < needed) {
+    throw PluginError("plugin '" + name + "': " + found + "'s table of plugin ABI " +
+                      std::to_string(table->abi_version) + " is " +
+                      std::to_string(table->struct_size) + " bytes; that version's is at least " +
+                      std::to_string(needed));
+  }
+  if (table->name == nullptr) {
+    throw PluginError("plugin '" + name + "': " + found + "'s table has no name (name is NULL)");
   }
   std::memcpy(&plugin.api_, table, std::min(table->struct_size, sizeof(plx_plugin_t)));
   if (name != plugin.api_.name) {

@@ -6,6 +6,8 @@
  * tensor_allreduce); both export plx_plugin_v1, as plugins did before the entry symbol carried
  * the ABI version. FIXTURE_ABI 99 gives libplexus_plugin_future.so, one built for an ABI this
  * engine does not know: it exports plx_plugin_entry_v99, as a future plugin.h would name it.
+ * FIXTURE_ABI 103 and 104 give broken plugins of this ABI (plx_plugin_entry_v3): "short", whose
+ * table says version 3 but has version 1's size, and "noname", whose table has no name.
  * Compiling this file also checks that plugin.h is valid C. */
 #include <stddef.h>
 
@@ -50,6 +52,14 @@ static const fixture_plugin_v2_t kPlugin = {
     {sizeof(fixture_plugin_v2_t), 2u, "v2", "2.0.0", "a plugin built for ABI 2", NULL, NULL, NULL},
     NULL,
     fixture_tensor_allreduce};
+#elif FIXTURE_ABI == 103
+static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), 3u, "short", "3.0.0",
+                                            "a version 3 table of version 1's size", NULL, NULL,
+                                            NULL};
+#elif FIXTURE_ABI == 104
+static const plx_plugin_t kPlugin = {.struct_size = sizeof(plx_plugin_t), .abi_version = 3u,
+                                     .name = NULL, .version = "3.0.0",
+                                     .description = "a nameless table"};
 #else
 static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), FIXTURE_ABI, "future",
                                             "9.0.0", "a plugin built for a future ABI", NULL,
@@ -58,6 +68,8 @@ static const fixture_plugin_v1_t kPlugin = {sizeof(fixture_plugin_v1_t), FIXTURE
 
 #if FIXTURE_ABI <= 2
 PLX_PLUGIN_EXPORT const plx_plugin_t* plx_plugin_v1(void) {
+#elif FIXTURE_ABI > 100
+PLX_PLUGIN_EXPORT const plx_plugin_t* PLX_PLUGIN_ENTRY(void) {
 #else
 PLX_PLUGIN_EXPORT const plx_plugin_t* PLX_PLUGIN_CAT_(plx_plugin_entry_v, FIXTURE_ABI)(void) {
 #endif

@@ -60,6 +60,29 @@ TEST_F(PluginLoaderTest, FuturePluginIsRefusedNamingBothVersions) {
   }
 }
 
+TEST_F(PluginLoaderTest, BrokenTablesOfThisVersionAreRefusedSayingWhatIsWrong) {
+  try {
+    load_plugin("short");
+    FAIL() << "a version 3 table of version 1's size loaded";
+  } catch (const PluginError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("libplexus_plugin_short.so's table of plugin ABI 3 is " +
+                        std::to_string(PLX_PLUGIN_V1_SIZE) + " bytes; that version's is at least " +
+                        std::to_string(sizeof(plx_plugin_t))),
+              std::string::npos)
+        << text;
+  }
+  try {
+    load_plugin("noname");
+    FAIL() << "a table without a name loaded";
+  } catch (const PluginError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("libplexus_plugin_noname.so's table has no name (name is NULL)"),
+              std::string::npos)
+        << text;
+  }
+}
+
 TEST_F(PluginLoaderTest, PipelineAndTensorPluginsAreVersionThree) {
   LoadedPlugin p = load_plugin("P");
   EXPECT_EQ(p.abi_version(), 3u);
