@@ -293,7 +293,12 @@ for ((k = 0; k < hosts; ++k)); do
 done
 
 run_dir=$(mktemp -d "/tmp/${run_id}.XXXXXX")
+# Compute threads per rank by topology::threads_per_rank's rule (physical cores over the ranks
+# sharing them, at least 1), with every emulated host on this one machine: the usable hardware
+# threads over the threads per core, over the whole world.
 cores=$(nproc 2>/dev/null || echo 1)
+smt=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ { gsub(/ /, "", $2); print $2 }')
+[[ "$smt" =~ ^[1-9][0-9]*$ ]] && cores=$(( cores / smt ))
 threads=$(( cores / world )); [[ "$threads" -ge 1 ]] || threads=1
 echo "emulated-cluster: ${hosts} hosts (${per_host[*]} ranks), rate ${rate}," \
      "namespaces ${run_id}h0..${run_id}h$((hosts - 1)), bridge in ${bridge_ns}" >&2
