@@ -45,8 +45,10 @@ inline std::vector<size_t> small_counts(int n) {
 
 // Roots 0, n/2 and n-1, without repeats.
 inline std::vector<int> roots(int n) {
-  std::vector<int> out = {0, n / 2, n - 1};
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::vector<int> out;
+  for (int root : {0, n / 2, n - 1}) {
+    if (std::find(out.begin(), out.end(), root) == out.end()) out.push_back(root);
+  }
   return out;
 }
 

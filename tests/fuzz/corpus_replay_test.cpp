@@ -2,8 +2,11 @@
 // (tests/fuzz/corpus/<target>/) through that target's entry point, built with the ordinary
 // compiler, so CI exercises the same properties without clang or libFuzzer. A property violation
 // aborts the test; the crash inputs found by fuzzing and fixed are in the corpus
-// (regression-*) and stay fixed. Built once per target (tests/fuzz/CMakeLists.txt), with
-// PLEXUS_FUZZ_CORPUS_DIR naming its folder and PLEXUS_FUZZ_MIN_SEEDS the files it must hold.
+// (regression-*) and stay fixed. Compiled once and linked into every target's corpus test
+// (tests/fuzz/CMakeLists.txt), where corpus_location.cpp names the target's folder and the files
+// it must hold.
+#include "tests/fuzz/corpus_location.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -20,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(FuzzCorpus, EveryInputHoldsTheProperties) {
-  const fs::path dir = fs::path(PLEXUS_FUZZ_CORPUS_DIR);
+  const fs::path dir = fs::path(kFuzzCorpusDir);
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
   size_t files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -32,7 +35,7 @@ TEST(FuzzCorpus, EveryInputHoldsTheProperties) {
     EXPECT_EQ(LLVMFuzzerTestOneInput(bytes.data(), bytes.size()), 0);
     ++files;
   }
-  EXPECT_GE(files, static_cast<size_t>(PLEXUS_FUZZ_MIN_SEEDS)) << "the seed corpus is missing";
+  EXPECT_GE(files, kFuzzMinSeeds) << "the seed corpus is missing";
 }
 
 TEST(FuzzCorpus, EmptyAndOneByteInputsHoldTheProperties) {
