@@ -242,11 +242,16 @@ void train_loop(TrainingRun& r, RunProgress& p) {
     if (reached || timed_out || signalled) {
       ++p.step;
       if (r.leader()) {
+        // Only a checkpoint folder is read back on a restart; --checkpoint FILE is written only.
+        const char* stop_reason = !o.checkpoint_dir.empty()
+                                      ? "stop requested by a signal; run the same command to resume"
+                                      : "stop requested by a signal; add --checkpoint-dir DIR to "
+                                        "save a run that the same command resumes";
         std::printf("plexus-train: stopping after step %lld (%s)\n",
                     static_cast<long long>(p.step),
                     reached     ? "validation loss reached the target"
                     : timed_out ? "time limit reached"
-                                : "stop requested by a signal; run the same command to resume");
+                                : stop_reason);
       }
       break;
     }
