@@ -41,11 +41,7 @@ constexpr unsigned char kGuard = 0xa5;
 std::vector<BroadcastCase> cases_for(int n) {
   std::vector<BroadcastCase> cases;
   bool in_place = false;
-  std::vector<int> roots;
-  for (int root : {0, n / 2, n - 1}) {  // small n repeats roots
-    if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
-  }
-  for (int root : roots) {
+  for (int root : roots(n)) {
     for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{10007}}) {
       for (plx_datatype_t dt : {PLX_INT8, PLX_FLOAT16, PLX_FLOAT64}) {
         cases.push_back({count, dt, root, in_place = !in_place});

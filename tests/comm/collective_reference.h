@@ -188,6 +188,15 @@ inline std::string check_periodic(const unsigned char* buf, size_t count, plx_da
   return "";
 }
 
+// The roots the rooted collectives are tested from: 0, n/2 and n-1, without repeats (small n).
+inline std::vector<int> roots(int n) {
+  std::vector<int> out;
+  for (int root : {0, n / 2, n - 1}) {
+    if (std::find(out.begin(), out.end(), root) == out.end()) out.push_back(root);
+  }
+  return out;
+}
+
 // Broadcast payload of the root's buffer, one period (101 elements) encoded: element i is
 // ((7i + 13 root) mod 101) - 50, which depends on the root so a message from the wrong root shows.
 inline std::vector<unsigned char> broadcast_pattern(plx_datatype_t dt, int root) {

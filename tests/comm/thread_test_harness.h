@@ -43,15 +43,6 @@ inline std::vector<size_t> small_counts(int n) {
   return counts;
 }
 
-// Roots 0, n/2 and n-1, without repeats.
-inline std::vector<int> roots(int n) {
-  std::vector<int> out;
-  for (int root : {0, n / 2, n - 1}) {
-    if (std::find(out.begin(), out.end(), root) == out.end()) out.push_back(root);
-  }
-  return out;
-}
-
 // The name of a world-size parameter in INSTANTIATE_TEST_SUITE_P: "3ranks".
 inline std::string ranks_name(const ::testing::TestParamInfo<int>& info) {
   return std::to_string(info.param) + "ranks";

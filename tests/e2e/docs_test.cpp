@@ -41,7 +41,6 @@ TEST(DocsTest, TuningGuideListsEveryVariable) {
   EXPECT_GE(variables, 10) << (table.out + table.err);
 }
 
-
 // README's row for a top folder: the table line that starts with "| `<top>/` |".
 std::string readme_row(const std::string& readme, const std::string& top) {
   const std::string start = "| `" + top + "/` |";
