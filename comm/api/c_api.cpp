@@ -24,10 +24,12 @@
 #include "comm/api/c_api_checks.h"
 #include "comm/core/communicator.h"
 #include "comm/core/submit.h"
+#include "comm/device/cuda_devices.h"
 #include "comm/base/config.h"
 #include "comm/base/error.h"
 #include "comm/base/log.h"
 #include "comm/reduce/reduce.h"
+#include "comm/transport/ofi/ofi_util.h"
 #include "comm/tuning/algo_override.h"
 #include "plexus/plexus.h"
 
@@ -60,6 +62,12 @@ void warn_unauthenticated(const plexus::bootstrap::LauncherEnv& env,
         key.source == "none" ? std::string("nothing (no PLEXUS_JOB_TOKEN, no launcher job id)")
                              : key.source);
   });
+}
+
+// The caller's GPU for the transport's NIC choice (CommSetup).
+void describe_gpu(CommSetup* setup) {
+  setup->gpu_visible = device::cuda_device_count(nullptr) > 0;
+  if (setup->gpu_visible) setup->gpu_pci_bus_id = device::current_device_pci_bus_id();
 }
 
 }  // namespace
@@ -95,6 +103,14 @@ plx_result_t plx_get_version(int* version) {
   return guarded("plx_get_version", [&] {
     if (!version) return null_argument("plx_get_version", nullptr, "version");
     *version = PLX_VERSION;
+    return PLX_SUCCESS;
+  });
+}
+
+plx_result_t plx_get_libfabric_version(unsigned* library_version, unsigned* api_version) {
+  return guarded("plx_get_libfabric_version", [&] {
+    if (library_version) *library_version = fi_version();
+    if (api_version) *api_version = plexus::comm::ofi::api_version();
     return PLX_SUCCESS;
   });
 }
@@ -144,6 +160,7 @@ plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id
     plexus::comm::CommSetup setup;
     setup.rank = rank;
     setup.nranks = nranks;
+    describe_gpu(&setup);
     if (plexus::bootstrap::decode_unique_id(id, &setup.address) != PLX_SUCCESS) {
       return set_error(PLX_ERROR_INVALID_ARGUMENT,
                        fmt::format("{}: rank {}: {}", fn, rank, plexus::last_error()));
@@ -161,6 +178,7 @@ plx_result_t plx_comm_init_from_env(plx_comm_t* comm) {
     if (!comm) return null_argument(fn, nullptr, "comm");
     plexus::bootstrap::LauncherEnv env;
     plexus::comm::CommSetup setup;
+    describe_gpu(&setup);
     if (plx_result_t bad = plexus::bootstrap::read_launcher_env(&env); bad != PLX_SUCCESS) {
       // A bad local rank or size still leaves this rank able to reach the rendezvous: it
       // connects and reports the error there, so the others learn it at once instead of

@@ -209,7 +209,9 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
     comm->transport = std::move(transport);
   } else if (transport_kind == "ofi") {
     ofi::InfoPtr info;
-    PLX_CHECK(ofi::select_provider(setup.rank, all_on_this_host, shm_ok_everywhere, &info));
+    const ofi::RankLocality where{comm->local_rank, comm->local_size, setup.gpu_pci_bus_id};
+    PLX_CHECK(ofi::select_provider(setup.rank, where, setup.gpu_visible, all_on_this_host,
+                                   shm_ok_everywhere, &info));
     // 3. Endpoint and address exchange.
     std::unique_ptr<ofi::OfiTransport> transport;
     PLX_CHECK(ofi::OfiTransport::open(std::move(info), setup.rank, setup.nranks,

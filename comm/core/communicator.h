@@ -126,6 +126,12 @@ struct CommSetup {
   // A setting this rank found bad before connecting, though it could still connect (its local
   // rank, say): creation connects, then fails with it, so every rank learns it at once.
   std::string deferred_error;
+  // The caller's GPU, as comm/device sees it (the C ABI fills these: comm/core cannot ask
+  // comm/device): the PCI bus id of the thread's current CUDA device ("" for none), and whether
+  // the process sees a GPU. The libfabric transport picks its NIC and reports a refused FI_HMEM
+  // by them (comm/transport/ofi/nic_select.h, provider_select.h).
+  std::string gpu_pci_bus_id;
+  bool gpu_visible = false;
 };
 
 // Rendezvous, transport choice, endpoint, address exchange, liveness, cost model. Messages start

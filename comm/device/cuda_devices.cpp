@@ -1,4 +1,5 @@
-// cuda_devices.cpp - cuda_compiled() and cuda_device_count() in a CUDA build.
+// cuda_devices.cpp - cuda_compiled(), cuda_device_count() and current_device_pci_bus_id() in a
+// CUDA build.
 #include "comm/device/cuda_devices.h"
 
 #include <cuda_runtime.h>
@@ -32,6 +33,18 @@ int cuda_device_count(std::string* why) {
   static const Probe probe = probe_devices();  // thread-safe static initialisation
   if (probe.count == 0 && why != nullptr) *why = probe.why;
   return probe.count;
+}
+
+std::string current_device_pci_bus_id() {
+  if (cuda_device_count(nullptr) == 0) return "";
+  int device = 0;
+  char bus_id[32] = {};
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return bus_id;
 }
 
 }  // namespace plexus::comm::device

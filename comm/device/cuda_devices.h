@@ -1,4 +1,5 @@
-// cuda_devices.h - whether this libplexus has CUDA code, and how many GPUs this process sees.
+// cuda_devices.h - whether this libplexus has CUDA code, how many GPUs this process sees, and
+// where the current one sits.
 //
 // libplexus links the CUDA runtime statically (CUDA::cudart_static, as NCCL does), so it loads and
 // runs its host collectives on a machine with no NVIDIA driver; these calls then report 0 devices
@@ -17,5 +18,10 @@ bool cuda_compiled();
 // cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version".
 // The answer is computed once per process (the device set cannot change after the driver loads).
 int cuda_device_count(std::string* why);
+
+// The PCI bus id of the calling thread's current CUDA device (cudaGetDevice), as the driver
+// writes it ("0000:4F:00.0"), or "" when there is none (no CUDA in the build, no driver, no GPU).
+// Creates no CUDA context. Thread-safe.
+std::string current_device_pci_bus_id();
 
 }  // namespace plexus::comm::device

@@ -25,6 +25,8 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
+std::string current_device_pci_bus_id() { return ""; }
+
 MemoryInfo classify_pointer(const void*) {
   MemoryInfo info;
   info.reason = kNoCuda;

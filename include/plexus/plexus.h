@@ -55,6 +55,8 @@
  *      may share one GPU.
  *    . FI_HMEM: plx_send and plx_recv hand the device buffer to the libfabric provider when it
  *      was opened with FI_HMEM (PLEXUS_FI_HMEM; EFA by default), "send:fi_hmem"/"recv:fi_hmem".
+ *      An EFA NIC without GPUDirect RDMA is opened without it (a WARN, once per process); with
+ *      PLEXUS_FI_HMEM=2 communicator creation fails instead (PLX_ERROR_TRANSPORT; docs/efa.md).
  *    . Staged, for everything else: through pinned host staging kept per communicator
  *      (cudaMallocHost, grown to the largest call, freed by plx_comm_destroy) and the host
  *      algorithm. plx_allreduce, plx_reduce, plx_broadcast, plx_send and plx_recv of more than
@@ -206,6 +208,14 @@ const char* plx_get_last_error(plx_comm_t comm);
 
 /* Writes PLX_VERSION to *version. Returns PLX_ERROR_INVALID_ARGUMENT if version is NULL. */
 plx_result_t plx_get_version(int* version);
+
+/* The libfabric versions, each as libfabric's FI_VERSION(major, minor) = major << 16 | minor:
+ * *library_version is the loaded library's own (fi_version()), *api_version the API version
+ * Plexus asks fi_getinfo for: the library's own when it is 1.18 or later (the efa provider
+ * enables device RDMA and FI_HMEM on every EFA generation only from 1.18: libfabric's fi_efa(7)),
+ * else 1.17, the version of the headers Plexus is built against. Either pointer may be NULL.
+ * Always PLX_SUCCESS. Thread-safe. */
+plx_result_t plx_get_libfabric_version(unsigned* library_version, unsigned* api_version);
 
 /* Writes the level of libplexus's log on stderr to *level: 0 WARN, 1 INFO, 2 TRACE, as
  * PLEXUS_DEBUG sets it (read on first use and at each communicator creation; a malformed value

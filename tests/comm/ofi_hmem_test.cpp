@@ -236,7 +236,7 @@ bool provider_has_hmem(const std::string& provider) {
   auto outcome = run_ranks(1, [&](int) {
     comm::ofi::InfoPtr hints = comm::ofi::make_hints(provider);
     fi_info* list = nullptr;
-    if (fi_getinfo(comm::ofi::kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0) {
+    if (fi_getinfo(comm::ofi::api_version(), nullptr, nullptr, 0, hints.get(), &list) != 0) {
       return 3;
     }
     comm::ofi::InfoPtr owned(list);
@@ -519,7 +519,7 @@ TEST(OfiHmem, AskingForHmemKeepsTheProvider) {
     auto outcome = run_ranks(1, [&](int) {
       comm::ofi::InfoPtr hints = comm::ofi::make_hints(provider);
       fi_info* list = nullptr;
-      if (fi_getinfo(comm::ofi::kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0) {
+      if (fi_getinfo(comm::ofi::api_version(), nullptr, nullptr, 0, hints.get(), &list) != 0) {
         return 0;  // not here at all: nothing to keep
       }
       comm::ofi::InfoPtr owned(list);

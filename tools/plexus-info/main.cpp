@@ -1,5 +1,5 @@
 // plexus-info: what this Plexus build is and how it can be configured.
-//   plexus-info            version, CUDA, the plugins found and the folders searched
+//   plexus-info            version, libfabric, CUDA, the plugins found and the folders searched
 //   plexus-info --env      the table of every PLEXUS_* variable (name, type, default, help)
 #include <CLI/CLI.hpp>
 
@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
   int version = 0;
   plx_get_version(&version);
   std::printf("Plexus %d.%d.%d\n", version / 10000, version / 100 % 100, version % 100);
+  unsigned fabric = 0, api = 0;
+  plx_get_libfabric_version(&fabric, &api);
+  std::printf("libfabric: %u.%u loaded, API %u.%u requested%s\n", fabric >> 16, fabric & 0xffff,
+              api >> 16, api & 0xffff,
+              api < (1u << 16 | 18) ? " (efa device RDMA and FI_HMEM on every EFA need 1.18 or later)"
+                                    : "");
   std::string why;
   int gpus = plexus::engine::cuda_device_count(&why);
   std::printf("CUDA: %s, %d device(s)%s%s\n",

@@ -52,8 +52,11 @@ constexpr ConfigVariable kVariables[] = {
    "device memory instead of staging it through host memory. 1: open the provider with FI_HMEM "
    "when its FI_HMEM entry serves host messages as well (efa). 2: whenever it offers one (shm of "
    "libfabric 1.17 then loses its inject protocol: a group of many sends before their receives "
-   "can stall). 0: never. The provider itself never changes. Set alike on every rank; any "
-   "other value fails communicator creation, whatever the transport."},
+   "can stall), and demand it: communicator creation fails when the provider refuses FI_HMEM "
+   "or an efa NIC has no GPUDirect RDMA. 0: never. With 1 such a refusal is a WARN, once, where "
+   "GPUDirect RDMA was expected (efa, or a GPU in the process). The provider itself never "
+   "changes. Set alike on every rank; any other value fails communicator creation, whatever "
+   "the transport."},
   {"PLEXUS_TIMEOUT_MS", ConfigType::Integer, "300000",
    "Bound in milliseconds on the rendezvous, on any single wait without progress, and on the "
    "shutdown handshake of plx_comm_destroy."},

@@ -3,14 +3,61 @@
 
 #include <fmt/format.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
 
 #include <chrono>
 #include <thread>
 
 #include "comm/base/error.h"
+#include "comm/base/log.h"
 #include "comm/transport/ofi/shm_names.h"
 
 namespace plexus::comm::ofi {
+
+namespace {
+
+// Endpoint options of libfabric 1.18 and 1.19, after FI_OPT_XPU_TRIGGER in the FI_OPT_ENDPOINT
+// enum (rdma/fi_endpoint.h); Debian 12's 1.17 headers lack them, and a 1.17 library answers
+// -FI_ENOPROTOOPT.
+constexpr int kOptCudaApiPermitted = FI_OPT_XPU_TRIGGER + 1;       // bool, libfabric 1.18
+constexpr int kOptSharedMemoryPermitted = FI_OPT_XPU_TRIGGER + 2;  // bool, libfabric 1.19
+
+// The efa provider's two switches, set before fi_enable as aws-ofi-nccl does:
+//  - on an FI_HMEM endpoint, FI_OPT_CUDA_API_PERMITTED = false: device buffers must then move
+//    by device RDMA (GPUDirect), never through CUDA calls of the provider's. An efa NIC without
+//    GPUDirect RDMA answers -FI_EOPNOTSUPP: the endpoint fails to open, so that the transport
+//    opens the plain entry instead (or fails with PLEXUS_FI_HMEM=2, provider_select.h);
+//  - FI_OPT_SHARED_MEMORY_PERMITTED: efa's offload of messages between ranks of one host to its
+//    shm provider, on for plain endpoints; off on FI_HMEM ones, where shm would need the CUDA
+//    calls just refused (Plexus moves device buffers within a host by CUDA IPC itself).
+// -FI_ENOPROTOOPT (a library older than the option) leaves the provider's default.
+plx_result_t set_efa_options(const Fabric& fabric, fid_ep* ep, int rank) {
+  if (fabric.provider_name().rfind("efa", 0) != 0) return PLX_SUCCESS;
+  const bool hmem = (fabric.info().caps & FI_HMEM) != 0;
+  if (hmem) {
+    bool permitted = false;
+    const int ret = fi_setopt(&ep->fid, FI_OPT_ENDPOINT, kOptCudaApiPermitted, &permitted,
+                              sizeof permitted);
+    if (ret == -FI_EOPNOTSUPP) {
+      return ofi_error(rank, "fi_setopt(FI_OPT_CUDA_API_PERMITTED=false)", ret,
+                       "this efa NIC has no GPUDirect RDMA (device RDMA): the provider would "
+                       "have to copy device buffers with CUDA calls");
+    }
+    if (ret != 0 && ret != -FI_ENOPROTOOPT) {
+      return ofi_error(rank, "fi_setopt(FI_OPT_CUDA_API_PERMITTED=false)", ret);
+    }
+  }
+  bool shm = !hmem;
+  const int ret = fi_setopt(&ep->fid, FI_OPT_ENDPOINT, kOptSharedMemoryPermitted, &shm,
+                            sizeof shm);
+  if (ret != 0 && ret != -FI_ENOPROTOOPT) {
+    log_message(LogLevel::Info, "rank {}: efa: FI_OPT_SHARED_MEMORY_PERMITTED={} refused: {} ({})",
+                rank, shm, fi_strerror(-ret), ret);
+  }
+  return PLX_SUCCESS;
+}
+
+}  // namespace
 
 plx_result_t Endpoint::open(const Fabric& fabric, const CompletionQueue& cq, int rank,
                             std::unique_ptr<Endpoint>* out) {
@@ -43,6 +90,7 @@ plx_result_t Endpoint::open(const Fabric& fabric, const CompletionQueue& cq, int
       ret = fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1);
       if (ret != 0) return ofi_error(rank, "fi_setname", ret, name);
     }
+    PLX_CHECK(set_efa_options(fabric, ep, rank));
     ret = fi_enable(ep);
     if (ret == 0) break;
     if (ret != -FI_EADDRINUSE || attempt == kEnableAttempts) {

@@ -12,6 +12,7 @@
 #include "comm/base/config.h"
 #include "comm/base/error.h"
 #include "comm/base/log.h"
+#include "comm/transport/ofi/provider_select.h"
 
 namespace plexus::comm::ofi {
 
@@ -59,9 +60,13 @@ plx_result_t OfiTransport::open(InfoPtr info, int rank, int size, int timeout_ms
       PLX_SUCCESS) {
     return PLX_SUCCESS;
   }
-  log_message(LogLevel::Info, "opening the provider with FI_HMEM failed ({}); opening it without",
-              last_error());
+  const std::string why = fmt::format("opening its FI_HMEM entry failed: {}", last_error());
   clear_error();
+  // A WARN for efa (a NIC without GPUDirect RDMA); the other providers' FI_HMEM entries serve
+  // the staging-free path only, so theirs is at INFO.
+  report_hmem_refused(plain->fabric_attr && plain->fabric_attr->prov_name
+                          ? plain->fabric_attr->prov_name : "?",
+                      /*gpu_visible=*/false, why);
   return open_entry(std::move(plain), rank, size, timeout_ms, max_msg_bytes, std::move(async),
                     out);
 }

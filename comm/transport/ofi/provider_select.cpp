@@ -8,12 +8,15 @@
 #include <rdma/fi_endpoint.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "comm/base/config.h"
 #include "comm/base/error.h"
 #include "comm/base/log.h"
+#include "comm/transport/ofi/nic_select.h"
+#include "topology/discover.h"
 
 namespace plexus::comm::ofi {
 
@@ -34,11 +37,11 @@ bool is_psm_library(const char* path) {
   return std::strncmp(name, "libinfinipath", 13) == 0 || std::strncmp(name, "libpsm", 6) == 0;
 }
 
-// Resets to the default action every handler whose code lives in a PSM library, and keeps
-// libfabric from initialising the psm providers (FI_PROVIDER excludes them) unless the user
-// chose providers with FI_PROVIDER or asked for a psm one with PLEXUS_FI_PROVIDER. Runs once,
+// Resets to the default action every handler whose code lives in a PSM library. Runs once,
 // when libplexus is loaded: after the constructors of libfabric's libraries (ELF runs a
-// library's dependencies first), before main and before any fi_getinfo of this process.
+// library's dependencies first), before main. The process environment is never written (a
+// co-resident NCCL with aws-ofi-nccl reads FI_PROVIDER too): the psm providers are kept out of
+// Plexus's choice by the provider name every fi_getinfo of Plexus names in its hints.
 void contain_psm_signal_handlers() {
   for (int signo : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) {
     struct sigaction current {};
@@ -56,11 +59,6 @@ void contain_psm_signal_handlers() {
       sigemptyset(&fallback.sa_mask);
       sigaction(signo, &fallback, nullptr);
     }
-  }
-  const std::optional<std::string> forced = config_string("PLEXUS_FI_PROVIDER");
-  if (std::getenv("FI_PROVIDER") == nullptr &&
-      (!forced || forced->find("psm") == std::string::npos)) {
-    setenv("FI_PROVIDER", "^psm,psm2,psm3", 0);
   }
 }
 
@@ -90,11 +88,40 @@ InfoPtr pick_entry(const fi_info* list, bool all_ranks_on_this_host) {
   return InfoPtr(fi_dupinfo(chosen));
 }
 
+// Picks the entry of the NIC nearest this rank (nic_select.h) from a list with one domain per
+// NIC (efa). The host topology is discovered only when there are several NICs to choose from.
+InfoPtr pick_nic(const fi_info* list, int rank, const RankLocality& where) {
+  const std::vector<NicCandidate> nics = nic_candidates(list);
+  if (nics.size() <= 1) return InfoPtr(fi_dupinfo(list));
+  topology::HostTopology host;
+  std::string why;
+  if (topology::discover_host(&host, &why) != PLX_SUCCESS) {
+    log_message(LogLevel::Warn, "rank {}: the host topology is unknown ({}); NICs are spread by "
+                "local rank", rank, why);
+    host = {};
+  }
+  const NicChoice choice = choose_nics(nics, where, host);
+  const NicCandidate& nic = nics[choice.nics.front()];
+  std::string stripes;
+  for (size_t i = 1; i < choice.nics.size(); ++i) {
+    stripes += fmt::format("{}{}", i == 1 ? "; as near: " : ", ", nics[choice.nics[i]].domain);
+  }
+  log_message(LogLevel::Info, "rank {}: NIC {} ({}) of {}: {}{}", rank, nic.domain,
+              nic.pci_bus_id.empty() ? "no PCI address" : nic.pci_bus_id, nics.size(),
+              choice.reason, stripes);
+  for (const fi_info* info = list; info != nullptr; info = info->next) {
+    if (info->domain_attr && info->domain_attr->name && nic.domain == info->domain_attr->name) {
+      return InfoPtr(fi_dupinfo(info));
+    }
+  }
+  return InfoPtr(fi_dupinfo(list));
+}
+
 // fi_getinfo for one provider name; on failure returns the libfabric error code.
 int get_info(const std::string& provider, InfoPtr* out) {
   InfoPtr hints = make_hints(provider);
   fi_info* list = nullptr;
-  const int ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list);
+  const int ret = fi_getinfo(api_version(), nullptr, nullptr, 0, hints.get(), &list);
   if (ret != 0) return ret;
   out->reset(list);
   return 0;
@@ -109,8 +136,8 @@ bool same_source(const fi_info* a, const fi_info* b) {
          (a->src_addrlen == 0 || std::memcmp(a->src_addr, b->src_addr, a->src_addrlen) == 0);
 }
 
-plx_result_t choose_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
-                             InfoPtr* out);
+plx_result_t choose_provider(int rank, const RankLocality& where,
+                             bool all_ranks_on_this_host, bool shm_ok_everywhere, InfoPtr* out);
 
 // What `hmem` offers host messages less than `plain` does ("" when nothing): shm of libfabric
 // 1.17 has no inject protocol in its FI_HMEM entry, so a rank posting many sends before their
@@ -134,10 +161,15 @@ std::string host_cost(const fi_info& hmem, const fi_info& plain) {
 
 }  // namespace
 
-InfoPtr hmem_variant(const fi_info& chosen) {
+InfoPtr hmem_variant(const fi_info& chosen, std::string* why) {
+  std::string ignored;
+  if (why == nullptr) why = &ignored;
   if ((chosen.caps & FI_HMEM) != 0) return InfoPtr(fi_dupinfo(&chosen));
   const char* provider = chosen.fabric_attr ? chosen.fabric_attr->prov_name : nullptr;
-  if (provider == nullptr) return nullptr;
+  if (provider == nullptr) {
+    *why = "the entry names no provider";
+    return nullptr;
+  }
   const char* domain = chosen.domain_attr ? chosen.domain_attr->name : nullptr;
   InfoPtr hints = make_hints(provider);
   hints->caps |= FI_HMEM;
@@ -145,7 +177,12 @@ InfoPtr hmem_variant(const fi_info& chosen) {
   hints->addr_format = chosen.addr_format;
   if (domain != nullptr) hints->domain_attr->name = strdup(domain);
   fi_info* list = nullptr;
-  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0) return nullptr;
+  if (const int ret = fi_getinfo(api_version(), nullptr, nullptr, 0, hints.get(), &list);
+      ret != 0) {
+    *why = fmt::format("fi_getinfo with FI_HMEM: provider {} offers no such entry: {} ({})",
+                       provider, fi_strerror(-ret), ret);
+    return nullptr;
+  }
   InfoPtr owned(list);
   const fi_info* match = nullptr;
   for (const fi_info* info = list; info; info = info->next) {
@@ -160,34 +197,61 @@ InfoPtr hmem_variant(const fi_info& chosen) {
       break;
     }
   }
-  return match ? InfoPtr(fi_dupinfo(match)) : nullptr;
+  if (match == nullptr) {
+    *why = fmt::format("provider {} offers FI_HMEM on no entry of domain {}", provider,
+                       domain != nullptr ? domain : "?");
+    return nullptr;
+  }
+  return InfoPtr(fi_dupinfo(match));
 }
 
-plx_result_t select_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
-                             InfoPtr* out) {
+bool report_hmem_refused(const std::string& provider, bool gpu_visible, const std::string& why) {
+  const bool loud = gpu_visible || provider.rfind("efa", 0) == 0;
+  if (!loud) {
+    log_message(LogLevel::Info, "provider {}: no FI_HMEM ({}); device buffers would be staged "
+                "through host memory", provider, why);
+    return false;
+  }
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return false;
+  log_message(LogLevel::Warn, "provider {}: no GPUDirect RDMA ({}): device buffers of "
+              "plx_send/plx_recv are staged through host memory; PLEXUS_FI_HMEM=2 makes this an "
+              "error", provider, why);
+  return true;
+}
+
+plx_result_t select_provider(int rank, const RankLocality& where, bool gpu_visible,
+                             bool all_ranks_on_this_host, bool shm_ok_everywhere, InfoPtr* out) {
   std::optional<int64_t> hmem;
   if (config_integer("PLEXUS_FI_HMEM", 0, 2, &hmem) != PLX_SUCCESS) {
     return set_error(PLX_ERROR_INVALID_ARGUMENT, fmt::format("rank {}: {}", rank, last_error()));
   }
   InfoPtr chosen;
-  PLX_CHECK(choose_provider(rank, all_ranks_on_this_host, shm_ok_everywhere, &chosen));
+  PLX_CHECK(choose_provider(rank, where, all_ranks_on_this_host, shm_ok_everywhere, &chosen));
   const char* provider = chosen->fabric_attr->prov_name;
   const int64_t mode = hmem.value_or(1);
-  InfoPtr with_hmem = mode == 0 ? nullptr : hmem_variant(*chosen);
+  std::string refused;
+  InfoPtr with_hmem = mode == 0 ? nullptr : hmem_variant(*chosen, &refused);
   const std::string cost = with_hmem ? host_cost(*with_hmem, *chosen) : std::string();
   if (mode == 0) {
     log_message(LogLevel::Info, "provider {}: FI_HMEM not asked for (PLEXUS_FI_HMEM=0)",
                 provider);
+  } else if (!with_hmem && mode == 2) {
+    return set_error(PLX_ERROR_TRANSPORT,
+                     fmt::format("rank {}: PLEXUS_FI_HMEM=2 demands FI_HMEM (device buffers "
+                                 "straight to the provider, GPUDirect RDMA), refused: {}",
+                                 rank, refused));
   } else if (!with_hmem) {
-    log_message(LogLevel::Info, "provider {}: no FI_HMEM (device buffers are staged through "
-                "host memory)", provider);
+    report_hmem_refused(provider, gpu_visible, refused);
   } else if (mode == 1 && !cost.empty()) {
     log_message(LogLevel::Info, "provider {}: its FI_HMEM entry offers host messages less ({}); "
                 "not used (PLEXUS_FI_HMEM=2 uses it)", provider, cost);
   } else {
     log_message(LogLevel::Info, "provider {}: with FI_HMEM (device buffers of plx_send/plx_recv "
                 "go to the provider){}", provider, cost.empty() ? "" : "; host messages: " + cost);
-    with_hmem->next = chosen.release();  // opened instead should the FI_HMEM entry fail to open
+    // With the default, the plain entry is opened should the FI_HMEM one fail to open (an efa
+    // NIC without GPUDirect RDMA refuses FI_OPT_CUDA_API_PERMITTED, endpoint.cpp); 2 fails then.
+    if (mode == 1) with_hmem->next = chosen.release();
     chosen = std::move(with_hmem);
   }
   *out = std::move(chosen);
@@ -208,8 +272,8 @@ InfoPtr make_hints(const std::string& provider) {
 namespace {
 
 // The provider choice of provider_select.h, before FI_HMEM is asked for.
-plx_result_t choose_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
-                             InfoPtr* out) {
+plx_result_t choose_provider(int rank, const RankLocality& where,
+                             bool all_ranks_on_this_host, bool shm_ok_everywhere, InfoPtr* out) {
   if (auto forced = config_string("PLEXUS_FI_PROVIDER")) {
     InfoPtr list;
     const int ret = get_info(*forced, &list);
@@ -217,7 +281,9 @@ plx_result_t choose_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_
       return ofi_error(rank, "fi_getinfo", ret,
                        fmt::format("PLEXUS_FI_PROVIDER={} offers no tagged RDM endpoint", *forced));
     }
-    *out = pick_entry(list.get(), all_ranks_on_this_host);
+    const bool efa = std::strncmp(list->fabric_attr->prov_name, "efa", 3) == 0;
+    *out = efa ? pick_nic(list.get(), rank, where)
+               : pick_entry(list.get(), all_ranks_on_this_host);
     log_message(LogLevel::Info, "provider {} (PLEXUS_FI_PROVIDER={})",
                 (*out)->fabric_attr->prov_name, *forced);
     return PLX_SUCCESS;
@@ -225,7 +291,7 @@ plx_result_t choose_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_
 
   InfoPtr list;
   if (get_info("efa", &list) == 0) {
-    *out = pick_entry(list.get(), false);
+    *out = pick_nic(list.get(), rank, where);
     log_message(LogLevel::Info, "provider efa (present on this host)");
     return PLX_SUCCESS;
   }

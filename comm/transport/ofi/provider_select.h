@@ -1,7 +1,7 @@
 // provider_select.h - which libfabric provider a communicator runs on.
 //
 // PLEXUS_FI_PROVIDER forces one ("tcp", "tcp;ofi_rxm", "shm", "efa", ...). Otherwise:
-//   1. efa, if the host has it;
+//   1. efa, if the host has it, on the NIC nearest the rank's GPU (nic_select.h);
 //   2. shm, if every rank is on this host and shm passed its self-test on every rank (it may
 //      lack the cross-process memory access it relies on in a container); the communicator
 //      gathers the verdicts at rendezvous so that all ranks decide alike;
@@ -14,11 +14,16 @@
 // provider, transport.h post_send_hmem) with PLEXUS_FI_HMEM=1 (the default) when it offers host
 // messages as much as the first (inject size, queue sizes, largest message: efa), with
 // PLEXUS_FI_HMEM=2 always (shm of libfabric 1.17 then loses its inject protocol); never with 0.
-// Should it fail to open, the first entry is: asking for FI_HMEM never changes the provider.
+// With 1, should it fail to open, the first entry is (asking for FI_HMEM never changes the
+// provider), and a refused FI_HMEM is a WARN once where GPUDirect RDMA was expected
+// (report_hmem_refused). PLEXUS_FI_HMEM=2 demands it: select_provider fails (PLX_ERROR_TRANSPORT,
+// naming fi_getinfo's answer) when the provider offers no FI_HMEM entry, and opening the transport
+// fails when the entry does not open (an efa NIC without GPUDirect RDMA, endpoint.cpp).
 #pragma once
 
 #include <string>
 
+#include "comm/transport/ofi/nic_select.h"
 #include "comm/transport/ofi/ofi_util.h"
 
 namespace plexus::comm::ofi {
@@ -28,15 +33,26 @@ namespace plexus::comm::ofi {
 InfoPtr make_hints(const std::string& provider);
 
 // The entry of the same provider, domain and address format as `chosen` with FI_HMEM, or null
-// when the provider offers none (or PLEXUS_FI_HMEM=0). Never fails.
-InfoPtr hmem_variant(const fi_info& chosen);
+// when the provider offers none, and then *why (when not null) says what fi_getinfo answered.
+// Never fails.
+InfoPtr hmem_variant(const fi_info& chosen, std::string* why = nullptr);
+
+// Logs that `provider` refused FI_HMEM (`why`) under the default PLEXUS_FI_HMEM=1: a WARN, once
+// per process, when GPUDirect RDMA was to be expected (the provider is efa, or the process sees
+// a GPU), since device buffers are then staged through host memory; else at INFO (a CPU job
+// loses nothing). Returns whether this call logged the WARN. Thread-safe.
+bool report_hmem_refused(const std::string& provider, bool gpu_visible, const std::string& why);
 
 // Chooses the provider and returns the fi_info entry (interface) to open: its FI_HMEM variant
 // when PLEXUS_FI_HMEM takes it (above), with the plain entry chained after it (->next) for
-// OfiTransport::open to fall back on. Errors: PLX_ERROR_INVALID_ARGUMENT for a PLEXUS_FI_HMEM
-// not in 0..2; PLX_ERROR_TRANSPORT if the forced provider (or none at all) can be opened.
-plx_result_t select_provider(int rank, bool all_ranks_on_this_host, bool shm_ok_everywhere,
-                             InfoPtr* out);
+// OfiTransport::open to fall back on (PLEXUS_FI_HMEM=1 only). Errors: PLX_ERROR_INVALID_ARGUMENT
+// for a PLEXUS_FI_HMEM not in 0..2; PLX_ERROR_TRANSPORT if the forced provider (or none at all)
+// can be opened, or PLEXUS_FI_HMEM=2 and the provider refuses FI_HMEM.
+// A provider with one domain per NIC (efa) opens the NIC nearest the rank (nic_select.h), by
+// `where`: its local rank and size and its current CUDA device. `gpu_visible`: the process sees
+// a GPU (a refused FI_HMEM is then a WARN).
+plx_result_t select_provider(int rank, const RankLocality& where, bool gpu_visible,
+                             bool all_ranks_on_this_host, bool shm_ok_everywhere, InfoPtr* out);
 
 // Runs the shm self-test once per process (cached): opens an shm endpoint, sends itself a small
 // and a 1 MiB message, checks the bytes. Returns true if shm works; else *why says why not.

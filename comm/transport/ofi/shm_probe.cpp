@@ -23,7 +23,7 @@ constexpr int kProbeTimeoutMs = 3000;
 bool run_probe(std::string* why) {
   InfoPtr hints = make_hints("shm");
   fi_info* list = nullptr;
-  const int ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list);
+  const int ret = fi_getinfo(api_version(), nullptr, nullptr, 0, hints.get(), &list);
   if (ret != 0) {
     *why = std::string("fi_getinfo(shm) failed: ") + fi_strerror(-ret);
     return false;
