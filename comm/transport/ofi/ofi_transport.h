@@ -97,6 +97,9 @@ class OfiTransport final : public Transport {
                          const BufferMemory& memory, Request& req);
   // A request has completed: the registration its operation held is released.
   void release_registration(Request* req);
+  // A wait (wait_all, or a post retrying FI_EAGAIN) that saw no completion for `idle`: yields,
+  // or sleeps when idle long enough (see the file comment).
+  void idle_backoff(std::chrono::steady_clock::duration idle) const;
   // Reads the completion queue until it is empty; *completed counts finished operations.
   plx_result_t progress(size_t* completed);
   void complete(const Completion& completion);
@@ -108,6 +111,13 @@ class OfiTransport final : public Transport {
   int size_ = 0;
   std::chrono::milliseconds timeout_{0};
   std::chrono::microseconds spin_{200};  // PLEXUS_SPIN_US: yield-polling before sleeps
+  // Bytes of the posted operations not yet completed (a split message counts until its last
+  // part completes). At least kBusyMinBytes of them keep a wait polling for up to their time at
+  // kBusyMinRate bytes/s, at most kBusyMaxPoll, before it sleeps (idle_backoff).
+  static constexpr size_t kBusyMinBytes = 64 * 1024;
+  static constexpr double kBusyMinRate = 50e6;
+  static constexpr std::chrono::seconds kBusyMaxPoll{1};
+  size_t outstanding_bytes_ = 0;
   size_t max_msg_bytes_ = 0;
   std::shared_ptr<AsyncState> async_;
   std::unique_ptr<Fabric> fabric_;
