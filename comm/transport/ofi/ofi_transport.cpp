@@ -26,10 +26,10 @@ namespace {
 constexpr int kPartShift = 56;
 constexpr size_t kMaxParts = 256;
 
-// Sleeps for an idle wait: steps that grow with the time slept so far, 20 us to 1 ms.
-void sleep_step(Clock::duration slept) {
+// Sleeps for an idle wait: steps that grow with the time slept so far, 20 us to `longest`.
+void sleep_step(Clock::duration slept, Clock::duration longest) {
   using std::chrono::microseconds;
-  const auto step = std::clamp<Clock::duration>(slept / 8, microseconds(20), microseconds(1000));
+  const auto step = std::clamp<Clock::duration>(slept / 8, microseconds(20), longest);
   std::this_thread::sleep_for(step);
 }
 
@@ -286,18 +286,21 @@ void OfiTransport::complete(const Completion& completion) {
 void OfiTransport::idle_backoff(Clock::duration idle) const {
   // While a large transfer is posted the provider needs fi_cq_read to move its protocol on
   // (manual progress), though no completion may show for a long time: keep polling, yielding
-  // between polls, for up to the time those bytes take at kBusyMinRate, then sleep.
+  // between polls, for up to the time those bytes take at kBusyMinRate, then sleep in short
+  // steps (at most kBusySleep) for as long as they stay posted.
   Clock::duration poll_for = spin_;
+  Clock::duration longest = std::chrono::milliseconds(1);
   if (outstanding_bytes_ >= kBusyMinBytes) {
     const auto busy = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
         static_cast<double>(outstanding_bytes_) / kBusyMinRate));
     poll_for = std::max(poll_for, std::min<Clock::duration>(busy, kBusyMaxPoll));
+    longest = kBusySleep;
   }
   if (idle < poll_for) {
     sched_yield();
     return;
   }
-  sleep_step(idle - poll_for + spin_);
+  sleep_step(idle - poll_for + spin_, longest);
 }
 
 plx_result_t OfiTransport::wait_all(Request* const* reqs, size_t n) {
