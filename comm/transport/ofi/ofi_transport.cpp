@@ -27,15 +27,10 @@ namespace {
 constexpr int kPartShift = 56;
 constexpr size_t kMaxParts = 256;
 
-// Backs off an idle wait: yield for the first `spin` (PLEXUS_SPIN_US), then sleeps that grow with
-// the idle time up to 1 ms.
-void idle_backoff(Clock::duration idle, std::chrono::microseconds spin) {
+// Sleeps for an idle wait: steps that grow with the time slept so far, 20 us to `longest`.
+void sleep_step(Clock::duration slept, Clock::duration longest) {
   using std::chrono::microseconds;
-  if (idle < spin) {
-    sched_yield();
-    return;
-  }
-  const auto step = std::clamp<Clock::duration>(idle / 8, microseconds(20), microseconds(1000));
+  const auto step = std::clamp<Clock::duration>(slept / 8, microseconds(20), longest);
   std::this_thread::sleep_for(step);
 }
 
@@ -177,7 +172,11 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
   req.peer = peer;
   req.bytes = bytes;
   log_message(LogLevel::Trace, "{} peer {} tag {:#x} {} bytes", what, peer, tag, bytes);
-  if (bytes <= max_msg_bytes_) return post_one(is_send, peer, tag, buf, bytes, req.opaque, desc);
+  if (bytes <= max_msg_bytes_) {
+    PLX_CHECK(post_one(is_send, peer, tag, buf, bytes, req.opaque, desc));
+    outstanding_bytes_ += bytes;
+    return PLX_SUCCESS;
+  }
 
   const size_t parts = (bytes + max_msg_bytes_ - 1) / max_msg_bytes_;
   if (parts > kMaxParts) {
@@ -199,6 +198,7 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
   SplitOp* raw = op.get();
   for (auto& context : op->contexts) split_parts_[&context] = raw;
   split_ops_[raw] = std::move(op);
+  outstanding_bytes_ += bytes;  // a part that fails to post fails the transport (sticky)
   auto* base = static_cast<unsigned char*>(buf);
   for (size_t i = 0; i < parts; ++i) {
     const size_t offset = i * max_msg_bytes_;
@@ -237,7 +237,7 @@ plx_result_t OfiTransport::post_one(bool is_send, int peer, uint64_t tag, void* 
                               "PLEXUS_TIMEOUT_MS={} ms",
                               rank_, is_send ? "fi_tsend" : "fi_trecv", peer, timeout_.count()));
     }
-    if (completed == 0) idle_backoff(now - start, spin_);
+    if (completed == 0) idle_backoff(now - start);
   }
 }
 
@@ -273,6 +273,7 @@ void OfiTransport::complete(const Completion& completion) {
   if (completion.result != PLX_SUCCESS) {
     req->result = completion.result;
     req->done = true;  // a registration it used stays held: other parts may still be posted
+    outstanding_bytes_ -= std::min(outstanding_bytes_, req->bytes);
     fail(completion.result, fmt::format("rank {}: {} rank {}: {}", rank_,
                                         completion.is_send ? "send to" : "receive from",
                                         req->peer, completion.error));
@@ -280,17 +281,38 @@ void OfiTransport::complete(const Completion& completion) {
   }
   if (finished) {
     req->done = true;
+    outstanding_bytes_ -= std::min(outstanding_bytes_, req->bytes);
     release_registration(req);
     log_message(LogLevel::Trace, "{} rank {} complete ({} bytes)",
                 completion.is_send ? "send to" : "receive from", req->peer, req->bytes);
   }
 }
 
+void OfiTransport::idle_backoff(Clock::duration idle) const {
+  // While a large transfer is posted the provider needs fi_cq_read to move its protocol on
+  // (manual progress), though no completion may show for a long time: keep polling, yielding
+  // between polls, for up to the time those bytes take at kBusyMinRate, then sleep in short
+  // steps (at most kBusySleep) for as long as they stay posted.
+  Clock::duration poll_for = spin_;
+  Clock::duration longest = std::chrono::milliseconds(1);
+  if (outstanding_bytes_ >= kBusyMinBytes) {
+    const auto busy = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+        static_cast<double>(outstanding_bytes_) / kBusyMinRate));
+    poll_for = std::max(poll_for, std::min<Clock::duration>(busy, kBusyMaxPoll));
+    longest = kBusySleep;
+  }
+  if (idle < poll_for) {
+    sched_yield();
+    return;
+  }
+  sleep_step(idle - poll_for + spin_, longest);
+}
+
 plx_result_t OfiTransport::wait_all(Request* const* reqs, size_t n) {
   return wait_.wait_all(
       reqs, n, [this](size_t* completed) { return progress(completed); },
       [this](Clock::duration idle) {
-        idle_backoff(idle, spin_);
+        idle_backoff(idle);
         return PLX_SUCCESS;
       });
 }

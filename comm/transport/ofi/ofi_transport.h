@@ -7,8 +7,16 @@
 // carry the part index in bits 56..63; such a message must be received with exactly its size.
 //
 // Progress is manual: wait_all() polls the completion queue, and when nothing completes yields
-// the CPU, then sleeps in steps growing to 1 ms, so many ranks can share few cores. Each pass
-// checks the abort flag and the liveness state (AsyncState). The first failure (a provider
+// the CPU (PLEXUS_SPIN_US), then sleeps in steps growing to 1 ms, so many ranks can share few
+// cores. The manual-progress providers (tcp;ofi_rxm, udp;ofi_rxd, efa) advance a long message's
+// protocol (rendezvous, acknowledgements) only inside fi_cq_read and posts, through round trips
+// that complete nothing, so a sleeping rank stalls its own transfer: while the posted operations
+// not yet completed total kBusyMinBytes or more, the wait keeps yield-polling for their time at
+// kBusyMinRate (at most kBusyMaxPoll) after the last completion, then sleeps in steps of at most
+// kBusySleep. Measured with perf/ofi-progress.sh (docs/performance.md): sendrecv of 64 MiB went
+// from ~0.9 to ~2 GB/s over tcp;ofi_rxm on an idle host, as fast as forced polling; an idle rank
+// (a barrier's few bytes) waits as before. Each pass checks the abort flag and the liveness
+// state (AsyncState). The first failure (a provider
 // error, a lost peer, abort, timeout) is sticky: the transport stops touching the provider and
 // every later call returns the same error, since the communicator must be rebuilt anyway.
 //
@@ -97,6 +105,9 @@ class OfiTransport final : public Transport {
                          const BufferMemory& memory, Request& req);
   // A request has completed: the registration its operation held is released.
   void release_registration(Request* req);
+  // A wait (wait_all, or a post retrying FI_EAGAIN) that saw no completion for `idle`: yields,
+  // or sleeps when idle long enough (see the file comment).
+  void idle_backoff(std::chrono::steady_clock::duration idle) const;
   // Reads the completion queue until it is empty; *completed counts finished operations.
   plx_result_t progress(size_t* completed);
   void complete(const Completion& completion);
@@ -108,6 +119,15 @@ class OfiTransport final : public Transport {
   int size_ = 0;
   std::chrono::milliseconds timeout_{0};
   std::chrono::microseconds spin_{200};  // PLEXUS_SPIN_US: yield-polling before sleeps
+  // Bytes of the posted operations not yet completed (a split message counts until its last
+  // part completes). At least kBusyMinBytes of them keep a wait polling for up to their time at
+  // kBusyMinRate bytes/s, at most kBusyMaxPoll, after the last completion; then it sleeps in
+  // steps of at most kBusySleep (not 1 ms) while they stay posted (idle_backoff).
+  static constexpr size_t kBusyMinBytes = 64 * 1024;
+  static constexpr double kBusyMinRate = 20e6;
+  static constexpr std::chrono::seconds kBusyMaxPoll{1};
+  static constexpr std::chrono::microseconds kBusySleep{100};
+  size_t outstanding_bytes_ = 0;
   size_t max_msg_bytes_ = 0;
   std::shared_ptr<AsyncState> async_;
   std::unique_ptr<Fabric> fabric_;
