@@ -5,11 +5,15 @@
 #   bandwidth  plexus-bench sendrecv (out of place, algbw in MB/s) at each size, with the default
 #              wait loop and with polling forced on (PLEXUS_SPIN_US=1000000, its largest value:
 #              the wait yield-polls for 1 s before any sleep);
+#   non-blocking  the same with plx_isend/plx_irecv + plx_wait (plexus-p2p-bench): the
+#              communicator's progress thread drives those transfers, with its own wait loop
+#              (comm/core/executor.h);
 #   idle CPU   plexus-idle-bench: the largest share of a core used by a rank kept waiting 2 s in
 #              a barrier (2 rounds).
 # With --old DIR (a copy of another build's bin/ and lib/, e.g. of the tree before a change) both
 # also run DIR's binaries, with DIR/lib first on LD_LIBRARY_PATH (the build's RUNPATH comes
-# after it), as a column "old loop".
+# after it), as a column "old loop" (plexus-p2p-bench, which uses only the C ABI, is always this
+# build's, run on DIR/lib).
 #
 # Usage: perf/ofi-progress.sh [--build DIR] [--old DIR] [--providers LIST] [--sizes LIST]
 #                             [--iters N]
@@ -38,7 +42,7 @@ while (($#)); do
     *) echo "ofi-progress: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-for tool in plexus-run plexus-bench plexus-idle-bench; do
+for tool in plexus-run plexus-bench plexus-idle-bench plexus-p2p-bench; do
   [[ -x $build/bin/$tool ]] || {
     echo "ofi-progress: $build/bin/$tool missing (cmake --build $build --target $tool)" >&2
     exit 2
@@ -87,7 +91,20 @@ bandwidth() {
   awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ { printf "%s %.0f\n", $2, $2 / $7 }' "$tmp/bw"
 }
 
-declare -A mbs
+# nonblocking BINDIR PROVIDER SPIN [LD_LIBRARY_PATH]: "size MB/s" rows of plexus-p2p-bench.
+nonblocking() {
+  local bindir=$1 provider=$2 spin=$3 libs=${4:-}
+  local n=$iters
+  if [[ $provider == udp* ]]; then n=$((iters / 3 > 3 ? iters / 3 : 3)); fi
+  local envs=("PLEXUS_FI_PROVIDER=$provider" "PLEXUS_TRANSPORT=ofi")
+  [[ -n $spin ]] && envs+=("PLEXUS_SPIN_US=$spin")
+  [[ -n $libs ]] && envs+=("LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  run 300 "$tmp/nb" "${envs[@]}" -- "$bindir/plexus-run" -n 2 -- "$build/bin/plexus-p2p-bench" \
+    --sizes "$sizes" --iters "$n" --warmup 2
+  awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ { print $2, $3 }' "$tmp/nb"
+}
+
+declare -A mbs nbs
 echo "# ofi-progress: $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for provider in "${provider_list[@]}"; do
   modes=(new forced)
@@ -100,6 +117,14 @@ for provider in "${provider_list[@]}"; do
     esac
     while read -r size value; do
       [[ -n $size ]] && mbs["$provider|$mode|$size"]=$value
+    done <<<"$rows"
+    case $mode in
+      old) rows=$(nonblocking "$build/bin" "$provider" "" "$old/lib") ;;
+      new) rows=$(nonblocking "$build/bin" "$provider" "") ;;
+      forced) rows=$(nonblocking "$build/bin" "$provider" 1000000) ;;
+    esac
+    while read -r size value; do
+      [[ -n $size ]] && nbs["$provider|$mode|$size"]=$value
     done <<<"$rows"
   done
 done
@@ -120,6 +145,21 @@ for provider in "${provider_list[@]}"; do
     line="| $provider | $(numfmt --to=iec-i --suffix=B "$size") |"
     [[ -n $old ]] && line+=" ${mbs["$provider|old|$size"]:-?} |"
     line+=" ${mbs["$provider|new|$size"]:-?} | ${mbs["$provider|forced|$size"]:-?} |"
+    echo "$line"
+  done
+done
+
+echo
+echo "## plx_isend/plx_irecv bandwidth, 2 ranks (MB/s: one message's bytes over the exchange)"
+echo
+echo "$header"
+echo "$rule"
+for provider in "${provider_list[@]}"; do
+  for size in $(printf '%s\n' "${!nbs[@]}" | awk -F'|' -v p="$provider" '$1 == p { print $3 }' |
+                sort -un); do
+    line="| $provider | $(numfmt --to=iec-i --suffix=B "$size") |"
+    [[ -n $old ]] && line+=" ${nbs["$provider|old|$size"]:-?} |"
+    line+=" ${nbs["$provider|new|$size"]:-?} | ${nbs["$provider|forced|$size"]:-?} |"
     echo "$line"
   done
 done

@@ -279,6 +279,9 @@ plx_result_t finish_setup(plx_comm* comm) {
   comm->hosts = host_layout(comm->host_ids);
   comm->cost_shape = cost_shape(comm->hosts);
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
+  comm->executor->set_wait_hint([transport = comm->transport.get()] {
+    return transport->wait_hint();
+  });
   PLX_CHECK(pin_progress_thread(comm));
   return PLX_SUCCESS;
 }

@@ -88,6 +88,11 @@ void Executor::run_taken(std::unique_lock<std::mutex>& lock, std::shared_ptr<Tas
   cv_.notify_all();
 }
 
+void Executor::set_wait_hint(std::function<WaitHint()> hint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wait_hint_ = std::move(hint);
+}
+
 void Executor::set_start_hook(std::function<void()> hook) {
   std::lock_guard<std::mutex> lock(mutex_);
   start_hook_ = std::move(hook);
@@ -124,12 +129,15 @@ void Executor::worker_loop() {
       // Also woken when a waiter that ran a task itself parked it (run_if_first).
       cv_.wait(lock, [&] { return has_work() || (!busy_ && !parked_.empty()); });
     } else if (!has_work()) {
-      if (std::chrono::steady_clock::now() - idle_since < kParkedSpin) {
+      const WaitHint hint = wait_hint_ ? wait_hint_() : WaitHint{};
+      const std::chrono::nanoseconds poll_for = std::max<std::chrono::nanoseconds>(kParkedSpin,
+                                                                                    hint.poll_for);
+      if (std::chrono::steady_clock::now() - idle_since < poll_for) {
         lock.unlock();
         sched_yield();
         lock.lock();
       } else {
-        cv_.wait_for(lock, sleep, has_work);
+        cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(sleep, hint.max_sleep), has_work);
         sleep = std::min<std::chrono::microseconds>(sleep * 2, kParkedMaxSleep);
       }
     }

@@ -13,7 +13,9 @@
 // their poll reports them done or failed; the progress thread polls them between tasks, first
 // with sched_yield between passes (for up to kParkedSpinUs), then sleeping on the condition
 // variable for 16 us doubling to 1 ms, woken early by new work, so a rank waiting for a message
-// uses almost no CPU.
+// uses almost no CPU. The transport may ask for longer polling and shorter sleeps
+// (set_wait_hint): libfabric's manual-progress providers advance a large transfer only while
+// polled.
 //
 // The progress thread is named "plx-progress" (as /proc/<pid>/task/<tid>/comm shows it) and runs
 // the start hook, if one is set, before its first task: pinning.h pins it there.
@@ -28,6 +30,7 @@
 #include <thread>
 
 #include "comm/core/task.h"
+#include "comm/transport/transport.h"
 
 namespace plexus::comm {
 
@@ -56,6 +59,11 @@ class Executor {
   // Runs `hook` on the progress thread when it starts (before any task). Set it before the first
   // submit; a thread already started does not run it.
   void set_start_hook(std::function<void()> hook);
+  // What the transport wants of a wait between polls of the parked tasks (transport.h
+  // WaitHint): the progress thread then yield-polls for at least hint.poll_for and sleeps at
+  // most hint.max_sleep. Called on the progress thread with the executor's mutex held; set it
+  // before the first submit.
+  void set_wait_hint(std::function<WaitHint()> hint);
 
  private:
   void worker_loop();
@@ -69,6 +77,7 @@ class Executor {
 
   std::function<void(Task&)> run_;
   std::function<void()> start_hook_;
+  std::function<WaitHint()> wait_hint_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Task>> queue_;

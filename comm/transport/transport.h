@@ -12,6 +12,7 @@
 // sender's rank in 45..63).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,15 @@ struct BufferMemory {
   uint64_t id = 0;
 };
 
+// How a thread that found none of its operations on a transport complete should wait before it
+// polls again: yield-poll while it has seen nothing complete for less than `poll_for`, then sleep
+// at most `max_sleep` at a time. The default has no opinion; the libfabric transport asks for
+// longer polling and shorter sleeps while a large transfer is posted (ofi_transport.h).
+struct WaitHint {
+  std::chrono::nanoseconds poll_for{0};
+  std::chrono::nanoseconds max_sleep = std::chrono::nanoseconds::max();
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -99,6 +109,10 @@ class Transport {
   virtual plx_result_t connect(const std::vector<std::vector<uint8_t>>& addresses) = 0;
   // One progress pass with nothing to wait for. Never blocks; does nothing after a failure.
   virtual void poll_once() = 0;
+  // What a waiter should do now (WaitHint). Read by the executor's progress thread between its
+  // polls of parked operations; may be called from another thread than the one driving the
+  // transport (a racy but harmless read). Default: no opinion.
+  virtual WaitHint wait_hint() const { return {}; }
   // The communicator is shutting down: from now on a peer closing its endpoint (it finished
   // first) is not a failure. Lost messages still end in PLX_ERROR_TIMEOUT.
   virtual void begin_shutdown() {}

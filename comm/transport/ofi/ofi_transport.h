@@ -13,12 +13,13 @@
 // that complete nothing, so a sleeping rank stalls its own transfer: while the posted operations
 // not yet completed total kBusyMinBytes or more, the wait keeps yield-polling for their time at
 // kBusyMinRate (at most kBusyMaxPoll) after the last completion, then sleeps in steps of at most
-// kBusySleep. Measured with perf/ofi-progress.sh (docs/performance.md): sendrecv of 64 MiB went
-// from ~0.9 to ~2 GB/s over tcp;ofi_rxm on an idle host, as fast as forced polling; an idle rank
-// (a barrier's few bytes) waits as before. Each pass checks the abort flag and the liveness
-// state (AsyncState). The first failure (a provider
-// error, a lost peer, abort, timeout) is sticky: the transport stops touching the provider and
-// every later call returns the same error, since the communicator must be rebuilt anyway.
+// kBusySleep; wait_hint() tells the executor's progress thread the same, for the non-blocking
+// sends and receives it drives. Measured with perf/ofi-progress.sh (docs/performance.md):
+// sendrecv of 64 MiB went from ~0.9 to ~2 GB/s over tcp;ofi_rxm on an idle host, as fast as
+// forced polling; an idle rank (a barrier's few bytes) waits as before. Each pass checks the
+// abort flag and the liveness state (AsyncState). The first failure (a provider error, a lost
+// peer, abort, timeout) is sticky: the transport stops touching the provider and every later
+// call returns the same error, since the communicator must be rebuilt anyway.
 //
 // FI_HMEM (ofi_transport_hmem.cpp): when the provider was opened with FI_HMEM (provider_select.h
 // asks for it), post_send_hmem / post_recv_hmem register the buffer's memory through a bounded
@@ -75,6 +76,9 @@ class OfiTransport final : public Transport {
   // One progress pass with nothing to wait for (plx_comm_destroy calls it while the other
   // ranks finish). Does nothing once the transport has failed. Never blocks.
   void poll_once() override;
+  // While kBusyMinBytes or more are posted: poll for their time at kBusyMinRate (at most
+  // kBusyMaxPoll), sleep at most kBusySleep. Else no opinion.
+  WaitHint wait_hint() const override;
 
   // FI_HMEM (ofi_transport_hmem.cpp; see transport.h).
   bool hmem_supported(MemorySpace space) const override;
@@ -127,7 +131,9 @@ class OfiTransport final : public Transport {
   static constexpr double kBusyMinRate = 20e6;
   static constexpr std::chrono::seconds kBusyMaxPoll{1};
   static constexpr std::chrono::microseconds kBusySleep{100};
-  size_t outstanding_bytes_ = 0;
+  // Atomic (relaxed): the executor's progress thread reads it through wait_hint().
+  void add_outstanding(size_t posted, size_t completed = 0);
+  std::atomic<size_t> outstanding_bytes_{0};
   size_t max_msg_bytes_ = 0;
   std::shared_ptr<AsyncState> async_;
   std::unique_ptr<Fabric> fabric_;
