@@ -129,40 +129,29 @@ for provider in "${provider_list[@]}"; do
   done
 done
 
-echo
-echo "## sendrecv bandwidth, 2 ranks, out of place (MB/s: bytes over time)"
-echo
-header="| provider | size |"
-rule="|---|---|"
-[[ -n $old ]] && { header+=" old loop |"; rule+="---|"; }
-header+=" default loop | forced polling |"
-rule+="---|---|"
-echo "$header"
-echo "$rule"
-for provider in "${provider_list[@]}"; do
-  for size in $(printf '%s\n' "${!mbs[@]}" | awk -F'|' -v p="$provider" '$1 == p { print $3 }' |
-                sort -un); do
-    line="| $provider | $(numfmt --to=iec-i --suffix=B "$size") |"
-    [[ -n $old ]] && line+=" ${mbs["$provider|old|$size"]:-?} |"
-    line+=" ${mbs["$provider|new|$size"]:-?} | ${mbs["$provider|forced|$size"]:-?} |"
-    echo "$line"
+# table TITLE ARRAY: one row per provider and size of the associative array named ARRAY
+# ("provider|mode|size" -> MB/s), one column per mode.
+table() {
+  local -n values=$2
+  echo
+  echo "## $1"
+  echo
+  local header="| provider | size |" rule="|---|---|"
+  [[ -n $old ]] && { header+=" old loop |"; rule+="---|"; }
+  echo "$header default loop | forced polling |"
+  echo "$rule---|---|"
+  local provider size line
+  for provider in "${provider_list[@]}"; do
+    for size in $(printf '%s\n' "${!values[@]}" | awk -F'|' -v p="$provider" '$1 == p { print $3 }' |
+                  sort -un); do
+      line="| $provider | $(numfmt --to=iec-i --suffix=B "$size") |"
+      [[ -n $old ]] && line+=" ${values["$provider|old|$size"]:-?} |"
+      echo "$line ${values["$provider|new|$size"]:-?} | ${values["$provider|forced|$size"]:-?} |"
+    done
   done
-done
-
-echo
-echo "## plx_isend/plx_irecv bandwidth, 2 ranks (MB/s: one message's bytes over the exchange)"
-echo
-echo "$header"
-echo "$rule"
-for provider in "${provider_list[@]}"; do
-  for size in $(printf '%s\n' "${!nbs[@]}" | awk -F'|' -v p="$provider" '$1 == p { print $3 }' |
-                sort -un); do
-    line="| $provider | $(numfmt --to=iec-i --suffix=B "$size") |"
-    [[ -n $old ]] && line+=" ${nbs["$provider|old|$size"]:-?} |"
-    line+=" ${nbs["$provider|new|$size"]:-?} | ${nbs["$provider|forced|$size"]:-?} |"
-    echo "$line"
-  done
-done
+}
+table "sendrecv bandwidth, 2 ranks, out of place (MB/s: bytes over time)" mbs
+table "plx_isend/plx_irecv bandwidth, 2 ranks (MB/s: one message's bytes over the exchange)" nbs
 
 echo
 echo "## idle CPU: rank 0 keeps the other waiting 2 s in a barrier, 2 rounds"
