@@ -13,6 +13,13 @@
 #          v0 [tbf RATE] ---- br0 ---- v1 [tbf RATE]                   bridge -> host shaping
 #                        plx<pid>br (the bridge's namespace)
 #
+# --rails R gives every host R such links, one network each (as the NICs of a rail-aligned
+# cluster): rail r is eth<r> in each host (198.18.r.<k+1>/24), v<k>r<r> on bridge br<r>, each
+# shaped alike. The ranks then get PLEXUS_FI_NICS=eth0,...,eth<R-1> instead of FI_TCP_IFACE, so
+# Plexus spreads each host's ranks over the rails, and when the ranks are done the script prints
+# the bytes each host's rails carried ("emulated-cluster: host K rail R (ethR): tx N bytes,
+# rx M bytes").
+#
 # Every rank gets PLEXUS_RANK, PLEXUS_WORLD_SIZE, PLEXUS_LOCAL_RANK, PLEXUS_LOCAL_WORLD_SIZE,
 # PLEXUS_MASTER_ADDR=198.18.0.1 (host 0), PLEXUS_MASTER_PORT, PLEXUS_HOST_ID=host<k>,
 # PLEXUS_FI_PROVIDER=tcp and FI_TCP_IFACE=eth0 (libfabric's tcp provider then lists only the host's
@@ -48,6 +55,7 @@ options:
   --port P              PLEXUS_MASTER_PORT (default 29500; the namespaces are new, so it is free)
   --queue-ms Q          tbf queue ("latency"), milliseconds of the rate (default 20)
   --burst-us B          tbf burst, microseconds of the rate (default 2000; at least 128 KiB)
+  --rails R             links (NICs) per host, one network each (1..8, default 1)
   --no-prefix           do not prefix output lines with "[R] "
 EOF
   exit 2
@@ -63,6 +71,7 @@ port=29500
 queue_ms=20
 burst_us=2000
 prefix=1
+rails=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --hosts) [[ $# -ge 2 ]] || usage; hosts="$2"; shift 2 ;;
@@ -72,6 +81,7 @@ while [[ $# -gt 0 ]]; do
     --port) [[ $# -ge 2 ]] || usage; port="$2"; shift 2 ;;
     --queue-ms) [[ $# -ge 2 ]] || usage; queue_ms="$2"; shift 2 ;;
     --burst-us) [[ $# -ge 2 ]] || usage; burst_us="$2"; shift 2 ;;
+    --rails) [[ $# -ge 2 ]] || usage; rails="$2"; shift 2 ;;
     --no-prefix) prefix=0; shift ;;
     -h|--help) usage ;;
     --) shift; break ;;
@@ -115,6 +125,7 @@ check_int --timeout "$timeout_s" 1 86400 timeout_s
 check_int --port "$port" 1 65535 port
 check_int --queue-ms "$queue_ms" 1 1000 queue_ms
 check_int --burst-us "$burst_us" 1 1000000 burst_us
+check_int --rails "$rails" 1 8 rails
 
 # The rate in bytes per second, for the tbf burst (tc's units: k = 1000); 1mbit..1000gbit.
 rate_bytes_per_s=0
@@ -274,23 +285,39 @@ shape() {  # shape NS DEV
 }
 
 make_ns "$bridge_ns"
-created_links+=("$bridge_ns br0")
-ip -n "$bridge_ns" link add br0 type bridge || cannot_emulate "no bridge support"
-ip -n "$bridge_ns" link set br0 up
+for ((r = 0; r < rails; ++r)); do
+  created_links+=("$bridge_ns br$r")
+  ip -n "$bridge_ns" link add "br$r" type bridge || cannot_emulate "no bridge support"
+  ip -n "$bridge_ns" link set "br$r" up
+done
+
+# The bridge-side end of host k's rail r: v<k> for rail 0 (as with one rail), v<k>r<r> after.
+bridge_port() { if [[ "$2" == 0 ]]; then echo "v$1"; else echo "v$1r$2"; fi; }
 
 for ((k = 0; k < hosts; ++k)); do
   host_ns="${run_id}h$k"
   make_ns "$host_ns"
-  created_links+=("$bridge_ns v$k")
-  ip -n "$bridge_ns" link add "v$k" type veth peer name eth0 netns "$host_ns" ||
-    cannot_emulate "no veth support"
-  ip -n "$bridge_ns" link set "v$k" master br0
-  ip -n "$bridge_ns" link set "v$k" up
-  ip -n "$host_ns" addr add "198.18.0.$((k + 1))/24" dev eth0
-  ip -n "$host_ns" link set eth0 up
-  shape "$host_ns" eth0
-  shape "$bridge_ns" "v$k"
+  for ((r = 0; r < rails; ++r)); do
+    port_name=$(bridge_port "$k" "$r")
+    created_links+=("$bridge_ns $port_name")
+    ip -n "$bridge_ns" link add "$port_name" type veth peer name "eth$r" netns "$host_ns" ||
+      cannot_emulate "no veth support"
+    ip -n "$bridge_ns" link set "$port_name" master "br$r"
+    ip -n "$bridge_ns" link set "$port_name" up
+    ip -n "$host_ns" addr add "198.18.$r.$((k + 1))/24" dev "eth$r"
+    ip -n "$host_ns" link set "eth$r" up
+    shape "$host_ns" "eth$r"
+    shape "$bridge_ns" "$port_name"
+  done
 done
+# With several rails the tcp provider must list every eth<r> (no FI_TCP_IFACE), and Plexus keeps
+# to them (PLEXUS_FI_NICS) instead of loopback or the first interface.
+rail_env=(FI_TCP_IFACE="${FI_TCP_IFACE:-eth0}" FI_SOCKETS_IFACE="${FI_SOCKETS_IFACE:-eth0}")
+if [[ "$rails" -gt 1 ]]; then
+  nics="eth0"
+  for ((r = 1; r < rails; ++r)); do nics+=",eth$r"; done
+  rail_env=(-u FI_TCP_IFACE -u FI_SOCKETS_IFACE PLEXUS_FI_NICS="${PLEXUS_FI_NICS:-$nics}")
+fi
 
 run_dir=$(mktemp -d "/tmp/${run_id}.XXXXXX")
 # Compute threads per rank by topology::threads_per_rank's rule (physical cores over the ranks
@@ -300,7 +327,7 @@ cores=$(nproc 2>/dev/null || echo 1)
 smt=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ { gsub(/ /, "", $2); print $2 }')
 [[ "$smt" =~ ^[1-9][0-9]*$ ]] && cores=$(( cores / smt ))
 threads=$(( cores / world )); [[ "$threads" -ge 1 ]] || threads=1
-echo "emulated-cluster: ${hosts} hosts (${per_host[*]} ranks), rate ${rate}," \
+echo "emulated-cluster: ${hosts} hosts (${per_host[*]} ranks), ${rails} rail(s), rate ${rate}," \
      "namespaces ${run_id}h0..${run_id}h$((hosts - 1)), bridge in ${bridge_ns}" >&2
 
 # ---------------------------------------------------------------------------------------------
@@ -313,13 +340,12 @@ declare -A rank_of_pid=()
 rank=0
 for ((k = 0; k < hosts; ++k)); do
   for ((l = 0; l < per_host[k]; ++l)); do
-    ip netns exec "${run_id}h$k" setsid env \
+    ip netns exec "${run_id}h$k" setsid env "${rail_env[@]}" \
       PLEXUS_RANK="$rank" PLEXUS_WORLD_SIZE="$world" \
       PLEXUS_LOCAL_RANK="$l" PLEXUS_LOCAL_WORLD_SIZE="${per_host[k]}" \
       PLEXUS_MASTER_ADDR=198.18.0.1 PLEXUS_MASTER_PORT="$port" \
       PLEXUS_HOST_ID="host$k" \
       PLEXUS_FI_PROVIDER="${PLEXUS_FI_PROVIDER:-tcp}" \
-      FI_TCP_IFACE="${FI_TCP_IFACE:-eth0}" FI_SOCKETS_IFACE="${FI_SOCKETS_IFACE:-eth0}" \
       UCX_NET_DEVICES="${UCX_NET_DEVICES:-eth0}" \
       PLEXUS_CACHE_DIR="${PLEXUS_CACHE_DIR:-$run_dir/cache}" \
       OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-$threads}" \
@@ -392,4 +418,14 @@ for pid in "${rank_pids[@]}"; do
 done
 for ((i = 0; i < 50; ++i)); do pgrep -P $$ >/dev/null || break; sleep 0.1; done
 if [[ "$timed_out" == 1 && "$status" == 0 ]]; then status=124; fi
+if [[ "$rails" -gt 1 ]]; then  # what each rail carried (the kernel's counters of each eth<r>)
+  for ((k = 0; k < hosts; ++k)); do
+    for ((r = 0; r < rails; ++r)); do
+      stats="/sys/class/net/eth$r/statistics"
+      tx=$(ip netns exec "${run_id}h$k" cat "$stats/tx_bytes" 2>/dev/null || echo "?")
+      rx=$(ip netns exec "${run_id}h$k" cat "$stats/rx_bytes" 2>/dev/null || echo "?")
+      echo "emulated-cluster: host $k rail $r (eth$r): tx $tx bytes, rx $rx bytes" >&2
+    done
+  done
+fi
 exit "$status"

@@ -3,7 +3,8 @@
 // host's veth, PLEXUS_ALGO forcing every hierarchical algorithm. emulated_cluster_driver checks
 // each result on every rank against the closed forms of collective_reference.h.
 //
-// Layouts 2x2, 2x3 and 3x2 (hosts x ranks) and an uneven 3 + 2, unshaped links so each runs in
+// Layouts 2x2, 2x3 and 3x2 (hosts x ranks), an uneven 3 + 2 and 2x2 over 2 rails (each host's
+// ranks spread over its two links, both carrying traffic), unshaped links so each runs in
 // seconds; the hosts' ranks share a peer-memory segment each (the namespaces share /dev/shm), so
 // the intra-host phases run through it, and once more with PLEXUS_SHM=0 over the rings; the script's own contract (exit status of the first failing rank, timeout, SIGTERM,
 // nothing left behind) is checked too. Every test skips when the script exits 77: this machine
@@ -95,6 +96,57 @@ TEST(EmulatedCluster, ThreeHostsOfTwoRanks) { run_layout("2", 3, 6); }
 TEST(EmulatedCluster, UnevenHostsThreeAndTwo) { run_layout("3,2", 0, 5); }
 TEST(EmulatedCluster, UnevenHostsWithoutPeerMemory) {
   run_layout("3,2", 0, 5, {"PLEXUS_SHM=0"});
+}
+
+// Two rails (--rails 2: eth0 and eth1 per host, one network each): the ranks of each host are
+// spread over both (PLEXUS_FI_NICS, nic_select.h), every result is right, and each host's two
+// links both carry the traffic (the kernel's byte counters the script prints).
+TEST(EmulatedCluster, TwoHostsOfTwoRanksUseBothRails) {
+  std::vector<std::string> argv = script("2", 2, {EMULATED_CLUSTER_DRIVER});
+  argv.insert(argv.begin() + 1, {"--rails", "2"});
+  std::vector<std::string> env = kEnv;
+  env.push_back("PLEXUS_DEBUG=INFO");
+  ProcessResult r = run_process(argv, 180, env);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string log = r.out + r.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(r.out.find("[" + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                         ": 20 calls passed"),
+              std::string::npos)
+        << log;
+    // Local rank 0 of each host on eth0, local rank 1 on eth1.
+    EXPECT_NE(log.find("rank " + std::to_string(rank) + ": NIC eth" + std::to_string(rank % 2) +
+                       " "),
+              std::string::npos)
+        << "rank " << rank << ":\n" << log;
+  }
+  const std::regex rail("host ([01]) rail ([01]) \\(eth[01]\\): tx ([0-9]+) bytes");
+  int rails_seen = 0;
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), rail), end; it != end; ++it) {
+    ++rails_seen;
+    EXPECT_GT(std::stoull((*it)[3].str()), 1000000ull)
+        << "host " << (*it)[1] << " rail " << (*it)[2] << " carried almost nothing:\n" << r.err;
+  }
+  EXPECT_EQ(rails_seen, 4) << r.err;
+  expect_cleaned_up(r);
+}
+
+// A PLEXUS_FI_NICS that names no NIC of the provider fails communicator creation, naming the
+// variable and what the provider offers.
+TEST(EmulatedCluster, NicsNamingNoNicAreRefused) {
+  std::vector<std::string> env = kEnv;
+  env.push_back("PLEXUS_FI_NICS=eth7,eth8");
+  ProcessResult r = run_process(script("1", 2, {EMULATED_CLUSTER_DRIVER}), 120, env);
+  if (r.exited && r.exit_code == kSkip) GTEST_SKIP() << r.err;
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("PLEXUS_FI_NICS=eth7,eth8 names no NIC of the provider (it "
+                                 "offers: eth0"),
+            std::string::npos)
+      << r.out << r.err;
+  expect_cleaned_up(r);
 }
 
 // The launcher variables each rank gets, and the host it runs in (its own veth address).

@@ -44,6 +44,12 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_FI_PROVIDER", ConfigType::String, "",
    "libfabric provider to use, e.g. \"tcp\", \"tcp;ofi_rxm\", \"shm\", \"efa\". Unset: efa if "
    "present, else shm when every rank is on one host and shm passes a self-test, else tcp."},
+  {"PLEXUS_FI_NICS", ConfigType::String, "",
+   "Comma-separated libfabric domains (NICs) the ranks of a job spanning hosts may use, e.g. "
+   "\"eth0,eth1\" for tcp or \"rdmap79s0-rdm,rdmap80s0-rdm\" for efa; the local ranks are spread "
+   "over them (by PCI locality to their GPUs where known, else in even blocks by local rank). "
+   "Unset: efa spreads over all its NICs, tcp takes the first IPv4 interface that is not "
+   "loopback. A name no provider entry has fails communicator creation."},
   {"PLEXUS_FI_MAX_MSG_BYTES", ConfigType::Bytes, "0",
    "Largest single libfabric message; larger transport messages are split. 0 uses the "
    "provider's max_msg_size. Small values exercise the split path in tests."},

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "topology/pci_bus_id.h"
 
@@ -40,13 +41,15 @@ struct Located {
   int numa;
 };
 
-// Rule 2 of nic_select.h: even blocks by local rank, NICs in PCI order.
+// Rule 2 of nic_select.h: even blocks by local rank, NICs in PCI order (then by name: "eth0"
+// before "eth1" where neither has a PCI address).
 NicChoice spread_by_local_rank(const std::vector<NicCandidate>& nics, const RankLocality& rank,
                                const std::string& why) {
   std::vector<size_t> order(nics.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return nics[a].pci_bus_id < nics[b].pci_bus_id;
+    return std::tie(nics[a].pci_bus_id, nics[a].domain) <
+           std::tie(nics[b].pci_bus_id, nics[b].domain);
   });
   const size_t n = nics.size();
   const size_t l = static_cast<size_t>(std::max(rank.local_size, 1));

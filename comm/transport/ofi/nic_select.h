@@ -11,7 +11,7 @@
 //      NIC nearest it. p5: each GPU owns the 4 NICs behind its switch; p4d: the 2 GPUs of a
 //      switch share its NIC.
 //   2. A rank without a GPU (a CPU job) or whose GPU the topology lacks: the local ranks split
-//      the NICs, in PCI order, into even blocks: with N NICs and L local ranks, local rank r takes
+//      the NICs, in PCI order (then by name), into even blocks: with N NICs and L local ranks, local rank r takes
 //      NICs [r*N/L, (r+1)*N/L) when N >= L, else NIC r*N/L (so each NIC serves L/N ranks, and
 //      ranks bound in order to NUMA nodes get the NICs in the same order).
 // The first NIC of the choice is the one the rank's endpoint opens; the others are as near (its

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "comm/base/config.h"
 #include "comm/base/error.h"
@@ -109,12 +110,55 @@ InfoPtr pick_nic(const fi_info* list, int rank, const RankLocality& where) {
   log_message(LogLevel::Info, "rank {}: NIC {} ({}) of {}: {}{}", rank, nic.domain,
               nic.pci_bus_id.empty() ? "no PCI address" : nic.pci_bus_id, nics.size(),
               choice.reason, stripes);
+  const fi_info* entry = nullptr;  // the NIC's first entry, its first IPv4 one if it has one
   for (const fi_info* info = list; info != nullptr; info = info->next) {
-    if (info->domain_attr && info->domain_attr->name && nic.domain == info->domain_attr->name) {
-      return InfoPtr(fi_dupinfo(info));
+    if (info->domain_attr && info->domain_attr->name && nic.domain == info->domain_attr->name &&
+        (entry == nullptr || (!is_ipv4(entry) && is_ipv4(info)))) {
+      entry = info;
     }
   }
-  return InfoPtr(fi_dupinfo(list));
+  return InfoPtr(fi_dupinfo(entry != nullptr ? entry : list));
+}
+
+// PLEXUS_FI_NICS: the entries of `list` whose domain it names (all of them when it is unset,
+// *restricted false). Fails naming the variable and the domains offered when none matches.
+plx_result_t restrict_to_nics(int rank, InfoPtr* list, bool* restricted) {
+  *restricted = false;
+  const std::optional<std::string> wanted = config_string("PLEXUS_FI_NICS");
+  if (!wanted) return PLX_SUCCESS;
+  std::set<std::string> names;
+  for (size_t start = 0; start <= wanted->size();) {
+    const size_t comma = std::min(wanted->find(',', start), wanted->size());
+    if (comma > start) names.insert(wanted->substr(start, comma - start));
+    start = comma + 1;
+  }
+  fi_info* kept = nullptr;
+  fi_info** tail = &kept;
+  std::string offered;
+  for (fi_info* info = list->release(); info != nullptr;) {
+    fi_info* next = info->next;
+    info->next = nullptr;
+    const char* domain = info->domain_attr ? info->domain_attr->name : nullptr;
+    if (domain != nullptr && offered.find(fmt::format(" {},", domain)) == std::string::npos) {
+      offered += fmt::format(" {},", domain);
+    }
+    if (domain != nullptr && names.count(domain) != 0) {
+      *tail = info;
+      tail = &info->next;
+    } else {
+      fi_freeinfo(info);
+    }
+    info = next;
+  }
+  list->reset(kept);
+  if (kept == nullptr) {
+    if (!offered.empty()) offered.pop_back();
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("rank {}: PLEXUS_FI_NICS={} names no NIC of the provider (it "
+                                 "offers:{})", rank, *wanted, offered.empty() ? " none" : offered));
+  }
+  *restricted = true;
+  return PLX_SUCCESS;
 }
 
 // fi_getinfo for one provider name; on failure returns the libfabric error code.
@@ -281,9 +325,11 @@ plx_result_t choose_provider(int rank, const RankLocality& where,
       return ofi_error(rank, "fi_getinfo", ret,
                        fmt::format("PLEXUS_FI_PROVIDER={} offers no tagged RDM endpoint", *forced));
     }
+    bool restricted = false;
+    if (!all_ranks_on_this_host) PLX_CHECK(restrict_to_nics(rank, &list, &restricted));
     const bool efa = std::strncmp(list->fabric_attr->prov_name, "efa", 3) == 0;
-    *out = efa ? pick_nic(list.get(), rank, where)
-               : pick_entry(list.get(), all_ranks_on_this_host);
+    *out = efa || restricted ? pick_nic(list.get(), rank, where)
+                             : pick_entry(list.get(), all_ranks_on_this_host);
     log_message(LogLevel::Info, "provider {} (PLEXUS_FI_PROVIDER={})",
                 (*out)->fabric_attr->prov_name, *forced);
     return PLX_SUCCESS;
@@ -291,6 +337,8 @@ plx_result_t choose_provider(int rank, const RankLocality& where,
 
   InfoPtr list;
   if (get_info("efa", &list) == 0) {
+    bool restricted = false;
+    PLX_CHECK(restrict_to_nics(rank, &list, &restricted));
     *out = pick_nic(list.get(), rank, where);
     log_message(LogLevel::Info, "provider efa (present on this host)");
     return PLX_SUCCESS;
@@ -309,7 +357,10 @@ plx_result_t choose_provider(int rank, const RankLocality& where,
     return ofi_error(rank, "fi_getinfo", ret,
                      "no usable provider (tried efa, shm, tcp); set PLEXUS_FI_PROVIDER");
   }
-  *out = pick_entry(list.get(), all_ranks_on_this_host);
+  bool restricted = false;
+  if (!all_ranks_on_this_host) PLX_CHECK(restrict_to_nics(rank, &list, &restricted));
+  *out = restricted ? pick_nic(list.get(), rank, where)
+                    : pick_entry(list.get(), all_ranks_on_this_host);
   log_message(LogLevel::Info, "provider {} on {}", (*out)->fabric_attr->prov_name,
               (*out)->domain_attr->name ? (*out)->domain_attr->name : "?");
   return PLX_SUCCESS;

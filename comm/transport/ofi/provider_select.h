@@ -6,6 +6,9 @@
 //      lack the cross-process memory access it relies on in a container); the communicator
 //      gathers the verdicts at rendezvous so that all ranks decide alike;
 //   3. tcp (as tcp;ofi_rxm), on the loopback interface when every rank is on this host.
+// A job spanning hosts keeps to the NICs PLEXUS_FI_NICS names (libfabric domains: "eth0,eth1",
+// "rdmap79s0-rdm,..."), its local ranks spread over them as over efa's (nic_select.h); a list
+// naming none of the provider's fails with PLX_ERROR_INVALID_ARGUMENT naming what it offers.
 // Each decision and the reason for a fallback are logged at PLEXUS_DEBUG=INFO.
 //
 // FI_HMEM: once the provider is chosen, a second fi_getinfo asks the same provider, on the same
