@@ -137,7 +137,11 @@ void Executor::worker_loop() {
         sched_yield();
         lock.lock();
       } else {
-        cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(sleep, hint.max_sleep), has_work);
+        const bool short_sleeps = std::chrono::steady_clock::now() - idle_since <
+                                  poll_for + hint.short_sleeps_for;
+        cv_.wait_for(lock, short_sleeps ? std::min<std::chrono::nanoseconds>(sleep, hint.max_sleep)
+                                        : std::chrono::nanoseconds(sleep),
+                     has_work);
         sleep = std::min<std::chrono::microseconds>(sleep * 2, kParkedMaxSleep);
       }
     }

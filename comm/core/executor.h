@@ -61,7 +61,7 @@ class Executor {
   void set_start_hook(std::function<void()> hook);
   // What the transport wants of a wait between polls of the parked tasks (transport.h
   // WaitHint): the progress thread then yield-polls for at least hint.poll_for and sleeps at
-  // most hint.max_sleep. Called on the progress thread with the executor's mutex held; set it
+  // most hint.max_sleep for hint.short_sleeps_for more. Called on the progress thread with the executor's mutex held; set it
   // before the first submit.
   void set_wait_hint(std::function<WaitHint()> hint);
 

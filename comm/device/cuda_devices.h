@@ -19,9 +19,12 @@ bool cuda_compiled();
 // The answer is computed once per process (the device set cannot change after the driver loads).
 int cuda_device_count(std::string* why);
 
-// The PCI bus id of the calling thread's current CUDA device (cudaGetDevice), as the driver
-// writes it ("0000:4F:00.0"), or "" when there is none (no CUDA in the build, no driver, no GPU).
-// Creates no CUDA context. Thread-safe.
+// The PCI bus id of the GPU the calling thread has chosen, as the driver writes it
+// ("0000:4F:00.0"): the only GPU the process sees, or its current device (cudaGetDevice) once that
+// device's primary context is active (cudaSetDevice makes it so from CUDA 12, as does a
+// framework's first allocation). "" when it has chosen none - several GPUs and an inactive
+// current device, which cudaGetDevice reports as device 0 for every rank alike - and when there is
+// no CUDA in the build, no driver or no GPU. Creates no CUDA context. Thread-safe.
 std::string current_device_pci_bus_id();
 
 }  // namespace plexus::comm::device

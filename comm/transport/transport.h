@@ -67,12 +67,14 @@ struct BufferMemory {
 };
 
 // How a thread that found none of its operations on a transport complete should wait before it
-// polls again: yield-poll while it has seen nothing complete for less than `poll_for`, then sleep
-// at most `max_sleep` at a time. The default has no opinion; the libfabric transport asks for
-// longer polling and shorter sleeps while a large transfer is posted (ofi_transport.h).
+// polls again: yield-poll while it has seen nothing complete for less than `poll_for`, then for
+// `short_sleeps_for` more sleep at most `max_sleep` at a time, then back off as usual. The default
+// has no opinion; the libfabric transport asks for longer polling and shorter sleeps while a
+// large transfer is posted (ofi_transport.h).
 struct WaitHint {
   std::chrono::nanoseconds poll_for{0};
   std::chrono::nanoseconds max_sleep = std::chrono::nanoseconds::max();
+  std::chrono::nanoseconds short_sleeps_for{0};
 };
 
 class Transport {

@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -22,6 +23,7 @@
 
 #include "comm/transport/ofi/nic_select.h"
 #include "comm/transport/ofi/ofi_util.h"
+#include "topology/pci_bus_id.h"
 #include "topology/topology_file.h"
 
 namespace plexus::test {
@@ -167,6 +169,33 @@ TEST(NicSelect, P5EachGpuTakesTheFourNicsBehindItsSwitch) {
     }
   }
   EXPECT_EQ(used.size(), 32u);  // every rail carries one rank's traffic
+}
+
+// GPUs that own no NIC (here the 4 of the second PCI domain, all 4 NICs being in the first)
+// spread over the NICs instead of all taking the one nearest their side.
+TEST(NicSelect, GpusWithoutANicOfTheirOwnSpread) {
+  topology::HostTopology host;
+  std::vector<NicCandidate> nics;
+  for (int i = 0; i < 4; ++i) {
+    host.gpus.push_back({"", topology::format_pci_bus_id(0, 0x10 + 0x10 * i, 0, 0), 0, 0, {}, {}});
+    host.gpus.push_back({"", topology::format_pci_bus_id(1, 0x10 + 0x10 * i, 0, 0), 1, 0, {}, {}});
+    nics.push_back({"nic" + std::to_string(i), topology::format_pci_bus_id(0, 0x11 + 0x10 * i, 0, 0),
+                    0});
+  }
+  std::sort(host.gpus.begin(), host.gpus.end(),
+            [](const topology::Gpu& a, const topology::Gpu& b) { return a.pci_bus_id < b.pci_bus_id; });
+  std::map<size_t, int> gpus_per_nic;
+  for (size_t r = 0; r < host.gpus.size(); ++r) {
+    const NicChoice choice =
+        choose_nics(nics, RankLocality{static_cast<int>(r), 8, host.gpus[r].pci_bus_id}, host);
+    ASSERT_EQ(choice.nics.size(), 1u) << choice.reason;
+    ++gpus_per_nic[choice.nics[0]];
+    if (r < 4) {  // a GPU of the first domain keeps its own NIC
+      EXPECT_EQ(choice.nics[0], r) << "GPU " << host.gpus[r].pci_bus_id;
+    }
+  }
+  ASSERT_EQ(gpus_per_nic.size(), 4u);
+  for (const auto& [nic, count] : gpus_per_nic) EXPECT_EQ(count, 2) << nics[nic].domain;
 }
 
 TEST(NicSelect, CpuRanksSpreadEvenly) {

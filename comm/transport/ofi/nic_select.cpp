@@ -126,36 +126,54 @@ NicChoice choose_nics(const std::vector<NicCandidate>& nics, const RankLocality&
     gpus.push_back({*key, g.numa_node});
   }
   const uint64_t my_key = *pci_key(gpu->pci_bus_id);
-  NicChoice choice;
-  for (const Located& nic : located) {
-    size_t owner = 0;
+  // owner[i]: the GPU nearest located[i]; load[i]: GPUs using it.
+  std::vector<size_t> owner(located.size(), 0);
+  std::vector<size_t> load(located.size(), 1);
+  std::vector<bool> owns_one(gpus.size(), false);
+  for (size_t i = 0; i < located.size(); ++i) {
     for (size_t g = 1; g < gpus.size(); ++g) {
-      if (distance(gpus[g].first, gpus[g].second, nic.key, nic.numa) <
-          distance(gpus[owner].first, gpus[owner].second, nic.key, nic.numa)) {
-        owner = g;
+      if (distance(gpus[g].first, gpus[g].second, located[i].key, located[i].numa) <
+          distance(gpus[owner[i]].first, gpus[owner[i]].second, located[i].key,
+                   located[i].numa)) {
+        owner[i] = g;
       }
     }
-    if (owner == mine) choice.nics.push_back(nic.index);
+    owns_one[owner[i]] = true;
+  }
+  NicChoice choice;
+  for (size_t i = 0; i < located.size(); ++i) {
+    if (owner[i] == mine) choice.nics.push_back(located[i].index);
   }
   if (!choice.nics.empty()) {
     std::sort(choice.nics.begin(), choice.nics.end(), [&](size_t a, size_t b) {
-      return distance(my_key, gpu->numa_node, *pci_key(nics[a].pci_bus_id), located[a].numa) <
-             distance(my_key, gpu->numa_node, *pci_key(nics[b].pci_bus_id), located[b].numa);
+      return distance(my_key, gpu->numa_node, located[a].key, located[a].numa) <
+             distance(my_key, gpu->numa_node, located[b].key, located[b].numa);
     });
     choice.reason = fmt::format("GPU {}: the {} NIC{} nearest it", gpu->pci_bus_id,
                                 choice.nics.size(), choice.nics.size() == 1 ? "" : "s");
     return choice;
   }
-  const Located* nearest = &located.front();
-  for (const Located& nic : located) {
-    if (distance(my_key, gpu->numa_node, nic.key, nic.numa) <
-        distance(my_key, gpu->numa_node, nearest->key, nearest->numa)) {
-      nearest = &nic;
+  // The GPUs owning no NIC share one each, in host order: the least used, then the nearest, so
+  // that they spread instead of all taking the one nearest their side of the host.
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    if (owns_one[g]) continue;
+    size_t best = 0;
+    for (size_t i = 1; i < located.size(); ++i) {
+      const auto key = [&](size_t n) {
+        return std::make_pair(load[n], distance(gpus[g].first, gpus[g].second, located[n].key,
+                                                located[n].numa));
+      };
+      if (key(i) < key(best)) best = i;
+    }
+    ++load[best];
+    if (g == mine) {
+      choice.nics.push_back(located[best].index);
+      choice.reason = fmt::format("GPU {}: owns no NIC, shares the least used one nearest it",
+                                  gpu->pci_bus_id);
+      return choice;
     }
   }
-  choice.nics.push_back(nearest->index);
-  choice.reason = fmt::format("GPU {}: shares the NIC nearest it", gpu->pci_bus_id);
-  return choice;
+  return spread_by_local_rank(nics, rank, "internal: the GPU's NIC was not found");
 }
 
 }  // namespace plexus::comm::ofi

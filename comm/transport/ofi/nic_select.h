@@ -7,9 +7,9 @@
 //   1. A rank with a GPU (its current CUDA device, whose PCI bus id the host topology lists):
 //      every NIC belongs to the GPU nearest it - on the same NUMA node when both are known, then
 //      by PCI address distance (domain, bus, device, function; the bus numbers of a PCIe switch's
-//      devices are adjacent). The rank takes the NICs of its GPU; a GPU that owns none shares the
-//      NIC nearest it. p5: each GPU owns the 4 NICs behind its switch; p4d: the 2 GPUs of a
-//      switch share its NIC.
+//      devices are adjacent). The rank takes the NICs of its GPU. The GPUs that own none take
+//      one each, in host order, the least used and then the nearest, so that they spread. p5:
+//      each GPU owns the 4 NICs behind its switch; p4d: the 2 GPUs of a switch share its NIC.
 //   2. A rank without a GPU (a CPU job) or whose GPU the topology lacks: the local ranks split
 //      the NICs, in PCI order (then by name), into even blocks: with N NICs and L local ranks, local rank r takes
 //      NICs [r*N/L, (r+1)*N/L) when N >= L, else NIC r*N/L (so each NIC serves L/N ranks, and

@@ -174,7 +174,7 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
   log_message(LogLevel::Trace, "{} peer {} tag {:#x} {} bytes", what, peer, tag, bytes);
   if (bytes <= max_msg_bytes_) {
     PLX_CHECK(post_one(is_send, peer, tag, buf, bytes, req.opaque, desc));
-    add_outstanding(bytes);
+    add_outstanding(is_send, bytes);
     return PLX_SUCCESS;
   }
 
@@ -198,7 +198,7 @@ plx_result_t OfiTransport::post(bool is_send, int peer, uint64_t tag, void* buf,
   SplitOp* raw = op.get();
   for (auto& context : op->contexts) split_parts_[&context] = raw;
   split_ops_[raw] = std::move(op);
-  add_outstanding(bytes);  // a part that fails to post fails the transport (sticky)
+  add_outstanding(is_send, bytes);  // a part that fails to post fails the transport (sticky)
   auto* base = static_cast<unsigned char*>(buf);
   for (size_t i = 0; i < parts; ++i) {
     const size_t offset = i * max_msg_bytes_;
@@ -273,7 +273,7 @@ void OfiTransport::complete(const Completion& completion) {
   if (completion.result != PLX_SUCCESS) {
     req->result = completion.result;
     req->done = true;  // a registration it used stays held: other parts may still be posted
-    add_outstanding(0, req->bytes);
+    add_outstanding(completion.is_send, 0, req->bytes);
     fail(completion.result, fmt::format("rank {}: {} rank {}: {}", rank_,
                                         completion.is_send ? "send to" : "receive from",
                                         req->peer, completion.error));
@@ -281,39 +281,44 @@ void OfiTransport::complete(const Completion& completion) {
   }
   if (finished) {
     req->done = true;
-    add_outstanding(0, req->bytes);
+    add_outstanding(completion.is_send, 0, req->bytes);
     release_registration(req);
     log_message(LogLevel::Trace, "{} rank {} complete ({} bytes)",
                 completion.is_send ? "send to" : "receive from", req->peer, req->bytes);
   }
 }
 
-void OfiTransport::add_outstanding(size_t posted, size_t completed) {
-  // Written only by the thread driving the transport; wait_hint() may read it from another.
-  const size_t now = outstanding_bytes_.load(std::memory_order_relaxed) + posted;
-  outstanding_bytes_.store(now - std::min(now, completed), std::memory_order_relaxed);
+void OfiTransport::add_outstanding(bool is_send, size_t posted, size_t completed) {
+  std::atomic<size_t>& bytes = outstanding_bytes_[is_send ? 1 : 0];
+  const size_t now = bytes.load(std::memory_order_relaxed) + posted;
+  bytes.store(now - std::min(now, completed), std::memory_order_relaxed);
 }
 
 WaitHint OfiTransport::wait_hint() const {
   // While a large transfer is posted the provider needs fi_cq_read to move its protocol on
   // (manual progress), though no completion may show for a long time: keep polling, yielding
   // between polls, for up to the time those bytes take at kBusyMinRate, then sleep in short
-  // steps (at most kBusySleep) for as long as they stay posted.
-  const size_t outstanding = outstanding_bytes_.load(std::memory_order_relaxed);
-  if (outstanding < kBusyMinBytes) return {};
-  const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(static_cast<double>(outstanding) / kBusyMinRate));
-  return {std::min<std::chrono::nanoseconds>(busy, kBusyMaxPoll), kBusySleep};
+  // steps (at most kBusySleep) for kBusyShortSleeps.
+  const size_t receives = outstanding_bytes_[0].load(std::memory_order_relaxed);
+  const size_t sends = outstanding_bytes_[1].load(std::memory_order_relaxed);
+  if (receives + sends < kBusyMinBytes) return {};
+  const auto time_of = [](size_t bytes, std::chrono::nanoseconds most) {
+    return std::min(most, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::duration<double>(static_cast<double>(bytes) /
+                                                            kBusyMinRate)));
+  };
+  return {std::max(time_of(sends, kBusyMaxPollSends), time_of(receives, kBusyMaxPollReceives)),
+          kBusySleep, kBusyShortSleeps};
 }
 
 void OfiTransport::idle_backoff(Clock::duration idle) const {
   const WaitHint hint = wait_hint();
   const Clock::duration poll_for =
       std::max<Clock::duration>(spin_, std::chrono::duration_cast<Clock::duration>(hint.poll_for));
-  const Clock::duration longest = std::min<Clock::duration>(
-      std::chrono::milliseconds(1),
-      std::chrono::duration_cast<Clock::duration>(
-          std::min<std::chrono::nanoseconds>(hint.max_sleep, std::chrono::milliseconds(1))));
+  const bool short_sleeps = idle < poll_for + hint.short_sleeps_for;
+  const Clock::duration longest = std::chrono::duration_cast<Clock::duration>(
+      std::min<std::chrono::nanoseconds>(short_sleeps ? hint.max_sleep : std::chrono::nanoseconds::max(),
+                                         std::chrono::milliseconds(1)));
   if (idle < poll_for) {
     sched_yield();
     return;

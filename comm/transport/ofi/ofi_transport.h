@@ -12,9 +12,9 @@
 // protocol (rendezvous, acknowledgements) only inside fi_cq_read and posts, through round trips
 // that complete nothing, so a sleeping rank stalls its own transfer: while the posted operations
 // not yet completed total kBusyMinBytes or more, the wait keeps yield-polling for their time at
-// kBusyMinRate (at most kBusyMaxPoll) after the last completion, then sleeps in steps of at most
-// kBusySleep; wait_hint() tells the executor's progress thread the same, for the non-blocking
-// sends and receives it drives. Measured with perf/ofi-progress.sh (docs/performance.md):
+// kBusyMinRate (sends at most 1 s, receives 50 ms) after the last completion, then sleeps at most
+// kBusySleep for kBusyShortSleeps more, then as when idle; wait_hint() tells the executor's
+// progress thread the same, for the non-blocking sends and receives it drives. Measured with perf/ofi-progress.sh (docs/performance.md):
 // sendrecv of 64 MiB went from ~0.9 to ~2 GB/s over tcp;ofi_rxm on an idle host, as fast as
 // forced polling; an idle rank (a barrier's few bytes) waits as before. Each pass checks the
 // abort flag and the liveness state (AsyncState). The first failure (a provider error, a lost
@@ -77,7 +77,7 @@ class OfiTransport final : public Transport {
   // ranks finish). Does nothing once the transport has failed. Never blocks.
   void poll_once() override;
   // While kBusyMinBytes or more are posted: poll for their time at kBusyMinRate (at most
-  // kBusyMaxPoll), sleep at most kBusySleep. Else no opinion.
+  // kBusyMaxPollSends / kBusyMaxPollReceives), sleep at most kBusySleep. Else no opinion.
   WaitHint wait_hint() const override;
 
   // FI_HMEM (ofi_transport_hmem.cpp; see transport.h).
@@ -123,17 +123,22 @@ class OfiTransport final : public Transport {
   int size_ = 0;
   std::chrono::milliseconds timeout_{0};
   std::chrono::microseconds spin_{200};  // PLEXUS_SPIN_US: yield-polling before sleeps
-  // Bytes of the posted operations not yet completed (a split message counts until its last
-  // part completes). At least kBusyMinBytes of them keep a wait polling for up to their time at
-  // kBusyMinRate bytes/s, at most kBusyMaxPoll, after the last completion; then it sleeps in
-  // steps of at most kBusySleep (not 1 ms) while they stay posted (idle_backoff).
+  // Bytes of the posted receives [0] and sends [1] not yet completed (a split message counts
+  // until its last part completes). At least kBusyMinBytes of them keep a wait polling after
+  // the last completion for up to their time at kBusyMinRate bytes/s: the sends' at most
+  // kBusyMaxPollSends, the receives' at most kBusyMaxPollReceives (a receive may be posted long
+  // before its sender starts: pipeline stages post theirs ahead); then it sleeps in steps of at
+  // most kBusySleep for kBusyShortSleeps, then as when idle (idle_backoff, wait_hint).
   static constexpr size_t kBusyMinBytes = 64 * 1024;
   static constexpr double kBusyMinRate = 20e6;
-  static constexpr std::chrono::seconds kBusyMaxPoll{1};
+  static constexpr std::chrono::milliseconds kBusyMaxPollSends{1000};
+  static constexpr std::chrono::milliseconds kBusyMaxPollReceives{50};
   static constexpr std::chrono::microseconds kBusySleep{100};
-  // Atomic (relaxed): the executor's progress thread reads it through wait_hint().
-  void add_outstanding(size_t posted, size_t completed = 0);
-  std::atomic<size_t> outstanding_bytes_{0};
+  static constexpr std::chrono::seconds kBusyShortSleeps{1};
+  // Written by the thread driving the transport; atomic (relaxed) because the executor's
+  // progress thread reads them through wait_hint().
+  void add_outstanding(bool is_send, size_t posted, size_t completed = 0);
+  std::array<std::atomic<size_t>, 2> outstanding_bytes_{};
   size_t max_msg_bytes_ = 0;
   std::shared_ptr<AsyncState> async_;
   std::unique_ptr<Fabric> fabric_;

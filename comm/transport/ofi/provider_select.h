@@ -43,7 +43,9 @@ InfoPtr hmem_variant(const fi_info& chosen, std::string* why = nullptr);
 // Logs that `provider` refused FI_HMEM (`why`) under the default PLEXUS_FI_HMEM=1: a WARN, once
 // per process, when GPUDirect RDMA was to be expected (the provider is efa, or the process sees
 // a GPU), since device buffers are then staged through host memory; else at INFO (a CPU job
-// loses nothing). Returns whether this call logged the WARN. Thread-safe.
+// loses nothing). Returns whether this call logged the WARN. Thread-safe. (When an offered
+// FI_HMEM entry then fails to open, OfiTransport::open reports it as efa's refusal of GPUDirect
+// RDMA: a WARN for efa, INFO for the others, whose FI_HMEM entries only spare a staging copy.)
 bool report_hmem_refused(const std::string& provider, bool gpu_visible, const std::string& why);
 
 // Chooses the provider and returns the fi_info entry (interface) to open: its FI_HMEM variant
