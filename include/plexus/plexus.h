@@ -56,7 +56,8 @@
  *    . FI_HMEM: plx_send and plx_recv hand the device buffer to the libfabric provider when it
  *      was opened with FI_HMEM (PLEXUS_FI_HMEM; EFA by default), "send:fi_hmem"/"recv:fi_hmem".
  *      An EFA NIC without GPUDirect RDMA is opened without it (a WARN, once per process); with
- *      PLEXUS_FI_HMEM=2 communicator creation fails instead (PLX_ERROR_TRANSPORT; docs/efa.md).
+ *      PLEXUS_FI_HMEM=2 communicator creation fails instead (PLX_ERROR_UNSUPPORTED, on every
+ *      rank alike; docs/efa.md).
  *    . Staged, for everything else: through pinned host staging kept per communicator
  *      (cudaMallocHost, grown to the largest call, freed by plx_comm_destroy) and the host
  *      algorithm. plx_allreduce, plx_reduce, plx_broadcast, plx_send and plx_recv of more than

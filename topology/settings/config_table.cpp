@@ -49,7 +49,8 @@ constexpr ConfigVariable kVariables[] = {
    "\"eth0,eth1\" for tcp or \"rdmap79s0-rdm,rdmap80s0-rdm\" for efa; the local ranks are spread "
    "over them (by PCI locality to their GPUs where known, else in even blocks by local rank). "
    "Unset: efa spreads over all its NICs, tcp takes the first IPv4 interface that is not "
-   "loopback. A name no provider entry has fails communicator creation."},
+   "loopback. Not used when every rank is on one host (an INFO line says so). A list naming no "
+   "NIC of the provider fails communicator creation."},
   {"PLEXUS_FI_MAX_MSG_BYTES", ConfigType::Bytes, "0",
    "Largest single libfabric message; larger transport messages are split. 0 uses the "
    "provider's max_msg_size. Small values exercise the split path in tests."},

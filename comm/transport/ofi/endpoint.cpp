@@ -39,9 +39,11 @@ plx_result_t set_efa_options(const Fabric& fabric, fid_ep* ep, int rank) {
     const int ret = fi_setopt(&ep->fid, FI_OPT_ENDPOINT, kOptCudaApiPermitted, &permitted,
                               sizeof permitted);
     if (ret == -FI_EOPNOTSUPP) {
-      return ofi_error(rank, "fi_setopt(FI_OPT_CUDA_API_PERMITTED=false)", ret,
-                       "this efa NIC has no GPUDirect RDMA (device RDMA): the provider would "
-                       "have to copy device buffers with CUDA calls");
+      return set_error(PLX_ERROR_UNSUPPORTED,
+                       fmt::format("rank {}: fi_setopt(FI_OPT_CUDA_API_PERMITTED=false) failed: {} "
+                                   "({}): this efa NIC has no GPUDirect RDMA (device RDMA), the "
+                                   "provider would have to copy device buffers with CUDA calls",
+                                   rank, fi_strerror(FI_EOPNOTSUPP), ret));
     }
     if (ret != 0 && ret != -FI_ENOPROTOOPT) {
       return ofi_error(rank, "fi_setopt(FI_OPT_CUDA_API_PERMITTED=false)", ret);

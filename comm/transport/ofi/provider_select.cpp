@@ -120,12 +120,19 @@ InfoPtr pick_nic(const fi_info* list, int rank, const RankLocality& where) {
   return InfoPtr(fi_dupinfo(entry != nullptr ? entry : list));
 }
 
-// PLEXUS_FI_NICS: the entries of `list` whose domain it names (all of them when it is unset,
-// *restricted false). Fails naming the variable and the domains offered when none matches.
-plx_result_t restrict_to_nics(int rank, InfoPtr* list, bool* restricted) {
+// PLEXUS_FI_NICS: the entries of `list` whose domain it names (all of them when it is unset or
+// every rank is on this host, *restricted false; the latter says so at INFO). Fails naming the
+// variable and the domains offered when none matches.
+plx_result_t restrict_to_nics(int rank, bool all_ranks_on_this_host, InfoPtr* list,
+                              bool* restricted) {
   *restricted = false;
   const std::optional<std::string> wanted = config_string("PLEXUS_FI_NICS");
   if (!wanted) return PLX_SUCCESS;
+  if (all_ranks_on_this_host) {
+    log_message(LogLevel::Info, "rank {}: PLEXUS_FI_NICS={} not used: every rank is on this host "
+                "(it chooses the NICs between hosts)", rank, *wanted);
+    return PLX_SUCCESS;
+  }
   std::set<std::string> names;
   for (size_t start = 0; start <= wanted->size();) {
     const size_t comma = std::min(wanted->find(',', start), wanted->size());
@@ -281,7 +288,7 @@ plx_result_t select_provider(int rank, const RankLocality& where, bool gpu_visib
     log_message(LogLevel::Info, "provider {}: FI_HMEM not asked for (PLEXUS_FI_HMEM=0)",
                 provider);
   } else if (!with_hmem && mode == 2) {
-    return set_error(PLX_ERROR_TRANSPORT,
+    return set_error(PLX_ERROR_UNSUPPORTED,
                      fmt::format("rank {}: PLEXUS_FI_HMEM=2 demands FI_HMEM (device buffers "
                                  "straight to the provider, GPUDirect RDMA), refused: {}",
                                  rank, refused));
@@ -326,19 +333,20 @@ plx_result_t choose_provider(int rank, const RankLocality& where,
                        fmt::format("PLEXUS_FI_PROVIDER={} offers no tagged RDM endpoint", *forced));
     }
     bool restricted = false;
-    if (!all_ranks_on_this_host) PLX_CHECK(restrict_to_nics(rank, &list, &restricted));
+    PLX_CHECK(restrict_to_nics(rank, all_ranks_on_this_host, &list, &restricted));
     const bool efa = std::strncmp(list->fabric_attr->prov_name, "efa", 3) == 0;
     *out = efa || restricted ? pick_nic(list.get(), rank, where)
                              : pick_entry(list.get(), all_ranks_on_this_host);
-    log_message(LogLevel::Info, "provider {} (PLEXUS_FI_PROVIDER={})",
-                (*out)->fabric_attr->prov_name, *forced);
+    log_message(LogLevel::Info, "provider {} on {} (PLEXUS_FI_PROVIDER={})",
+                (*out)->fabric_attr->prov_name,
+                (*out)->domain_attr->name ? (*out)->domain_attr->name : "?", *forced);
     return PLX_SUCCESS;
   }
 
   InfoPtr list;
   if (get_info("efa", &list) == 0) {
     bool restricted = false;
-    PLX_CHECK(restrict_to_nics(rank, &list, &restricted));
+    PLX_CHECK(restrict_to_nics(rank, all_ranks_on_this_host, &list, &restricted));
     *out = pick_nic(list.get(), rank, where);
     log_message(LogLevel::Info, "provider efa (present on this host)");
     return PLX_SUCCESS;
@@ -358,7 +366,7 @@ plx_result_t choose_provider(int rank, const RankLocality& where,
                      "no usable provider (tried efa, shm, tcp); set PLEXUS_FI_PROVIDER");
   }
   bool restricted = false;
-  if (!all_ranks_on_this_host) PLX_CHECK(restrict_to_nics(rank, &list, &restricted));
+  PLX_CHECK(restrict_to_nics(rank, all_ranks_on_this_host, &list, &restricted));
   *out = restricted ? pick_nic(list.get(), rank, where)
                     : pick_entry(list.get(), all_ranks_on_this_host);
   log_message(LogLevel::Info, "provider {} on {}", (*out)->fabric_attr->prov_name,

@@ -19,7 +19,7 @@
 // PLEXUS_FI_HMEM=2 always (shm of libfabric 1.17 then loses its inject protocol); never with 0.
 // With 1, should it fail to open, the first entry is (asking for FI_HMEM never changes the
 // provider), and a refused FI_HMEM is a WARN once where GPUDirect RDMA was expected
-// (report_hmem_refused). PLEXUS_FI_HMEM=2 demands it: select_provider fails (PLX_ERROR_TRANSPORT,
+// (report_hmem_refused). PLEXUS_FI_HMEM=2 demands it: select_provider fails (PLX_ERROR_UNSUPPORTED,
 // naming fi_getinfo's answer) when the provider offers no FI_HMEM entry, and opening the transport
 // fails when the entry does not open (an efa NIC without GPUDirect RDMA, endpoint.cpp).
 #pragma once
@@ -51,8 +51,8 @@ bool report_hmem_refused(const std::string& provider, bool gpu_visible, const st
 // Chooses the provider and returns the fi_info entry (interface) to open: its FI_HMEM variant
 // when PLEXUS_FI_HMEM takes it (above), with the plain entry chained after it (->next) for
 // OfiTransport::open to fall back on (PLEXUS_FI_HMEM=1 only). Errors: PLX_ERROR_INVALID_ARGUMENT
-// for a PLEXUS_FI_HMEM not in 0..2; PLX_ERROR_TRANSPORT if the forced provider (or none at all)
-// can be opened, or PLEXUS_FI_HMEM=2 and the provider refuses FI_HMEM.
+// for a PLEXUS_FI_HMEM not in 0..2; PLX_ERROR_TRANSPORT if the forced provider (or any at all)
+// cannot be opened; PLX_ERROR_UNSUPPORTED if PLEXUS_FI_HMEM=2 and the provider refuses FI_HMEM.
 // A provider with one domain per NIC (efa) opens the NIC nearest the rank (nic_select.h), by
 // `where`: its local rank and size and its current CUDA device. `gpu_visible`: the process sees
 // a GPU (a refused FI_HMEM is then a WARN).
