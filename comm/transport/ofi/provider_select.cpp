@@ -93,10 +93,10 @@ InfoPtr pick_entry(const fi_info* list, bool all_ranks_on_this_host) {
 // NIC (efa). The host topology is discovered only when there are several NICs to choose from.
 InfoPtr pick_nic(const fi_info* list, int rank, const RankLocality& where) {
   const std::vector<NicCandidate> nics = nic_candidates(list);
-  if (nics.size() <= 1) return InfoPtr(fi_dupinfo(list));
+  if (nics.empty()) return InfoPtr(fi_dupinfo(list));
   topology::HostTopology host;
   std::string why;
-  if (topology::discover_host(&host, &why) != PLX_SUCCESS) {
+  if (nics.size() > 1 && topology::discover_host(&host, &why) != PLX_SUCCESS) {
     log_message(LogLevel::Warn, "rank {}: the host topology is unknown ({}); NICs are spread by "
                 "local rank", rank, why);
     host = {};
