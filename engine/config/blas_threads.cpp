@@ -6,15 +6,19 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "engine/device/cpu_threads.h"
 #include "topology/host.h"
 
 namespace plexus::engine {
 
 int choose_blas_threads(int local_size) {
-  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    openblas_set_num_threads(topology::threads_per_rank(local_size));
-  }
-  return std::max(1, openblas_get_num_threads());
+  const int threads = std::getenv("OPENBLAS_NUM_THREADS") == nullptr
+                          ? topology::threads_per_rank(local_size)
+                          : std::max(1, openblas_get_num_threads());
+  // the layers split their work over the engine's threads, each calling one-threaded BLAS
+  set_cpu_threads(threads);
+  openblas_set_num_threads(1);
+  return threads;
 }
 
 double core_sharing_factor(int local_size, int threads) {

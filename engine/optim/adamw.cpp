@@ -5,9 +5,14 @@
 #include <cmath>
 
 #include "engine/device/compute.h"
+#include "engine/device/cpu_threads.h"
 #include "engine/device/cuda_layers.h"
 
 namespace plexus::engine {
+
+namespace {
+constexpr size_t kGrain = 8192;  // fewest elements worth a thread
+}  // namespace
 
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, int64_t step,
                 const AdamWConfig& config, const uint8_t* decay_mask) {
@@ -27,18 +32,20 @@ void adamw_step_host(float* params, const float* grads, float* m, float* v, size
   const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), step));
   const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), step));
   const float decay = config.lr * config.weight_decay;
-  for (size_t i = 0; i < n; ++i) {
-    const float g = grads[i];
-    float p = params[i];
-    if (decay_mask == nullptr || decay_mask[i] != 0) p -= decay * p;
-    const float mi = b1 * m[i] + (1.0f - b1) * g;
-    const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float m_hat = mi / c1;
-    const float v_hat = vi / c2;
-    params[i] = p - config.lr * m_hat / (std::sqrt(v_hat) + config.eps);
-  }
+  parallel_for(n, kGrain, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const float g = grads[i];
+      float p = params[i];
+      if (decay_mask == nullptr || decay_mask[i] != 0) p -= decay * p;
+      const float mi = b1 * m[i] + (1.0f - b1) * g;
+      const float vi = b2 * v[i] + (1.0f - b2) * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      const float m_hat = mi / c1;
+      const float v_hat = vi / c2;
+      params[i] = p - config.lr * m_hat / (std::sqrt(v_hat) + config.eps);
+    }
+  });
 }
 
 }  // namespace plexus::engine

@@ -8,8 +8,10 @@
 
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "engine/device/compute.h"
+#include "engine/device/cpu_threads.h"
 #include "engine/device/cuda_layers.h"
 
 namespace plexus::engine {
@@ -41,8 +43,9 @@ void attention_forward(float* out, float* att, const float* inp, int B, int T, i
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
+  parallel_for(static_cast<size_t>(B) * NH, 1, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const int b = static_cast<int>(i / NH), h = static_cast<int>(i % NH);
       const float* q = inp + static_cast<size_t>(b) * T * C3 + static_cast<size_t>(h) * hs;
       const float* k = q + C;
       const float* v = q + 2 * C;
@@ -56,7 +59,7 @@ void attention_forward(float* out, float* att, const float* inp, int B, int T, i
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, C3, 0.0f,
                   o, C);
     }
-  }
+  });
 }
 
 // With P = att, dP = dO V^T; dV += P^T dO; dS = P * (dP - rowsum(P * dP)) (softmax backward);
@@ -67,8 +70,16 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
   const int hs = C / NH;
   const int C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
+  parallel_for(static_cast<size_t>(B) * NH, 1, [&](size_t i0, size_t i1) {
+    // The caller's part uses `scratch`; a worker's, a (T,T) block of its own.
+    thread_local std::vector<float> own;
+    float* ds = scratch;
+    if (i0 != 0) {
+      own.resize(static_cast<size_t>(T) * T);
+      ds = own.data();
+    }
+    for (size_t i = i0; i < i1; ++i) {
+      const int b = static_cast<int>(i / NH), h = static_cast<int>(i % NH);
       const size_t qoff = static_cast<size_t>(b) * T * C3 + static_cast<size_t>(h) * hs;
       const float* q = inp + qoff;
       const float* k = q + C;
@@ -78,7 +89,6 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
       float* dv = dq + 2 * C;
       const float* p = att + (static_cast<size_t>(b) * NH + h) * T * T;
       const float* d_o = dout + static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * hs;
-      float* ds = scratch;
       // dP (T,T) = dO (T,hs) x V (T,hs)^T
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d_o, C, v, C3, 0.0f,
                   ds, T);
@@ -99,7 +109,7 @@ void attention_backward(float* dinp, float* scratch, const float* dout, const fl
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, ds, T, q, C3, 1.0f,
                   dk, C3);
     }
-  }
+  });
 }
 
 }  // namespace plexus::engine

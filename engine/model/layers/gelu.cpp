@@ -6,9 +6,11 @@
 // input clamp as scalar code under the default -ftrapping-math.
 #include "engine/model/layers/gelu.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/device/compute.h"
+#include "engine/device/cpu_threads.h"
 #include "engine/device/cuda_layers.h"
 
 namespace plexus::engine {
@@ -19,6 +21,7 @@ using Vec4 = float __attribute__((vector_size(16)));
 
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCube = 0.044715f;
+constexpr size_t kGrainVecs = 2048;  // fewest 4-float vectors worth a thread
 
 inline Vec4 splat(float x) { return Vec4{x, x, x, x}; }
 
@@ -68,25 +71,31 @@ inline void store(float* a, size_t i, size_t n, Vec4 v) {
 
 void gelu_forward(float* out, const float* inp, size_t n) {
   if (on_cuda()) return cuda::gelu_forward(out, inp, n);
-  for (size_t i = 0; i < n; i += 4) {
-    const Vec4 x = load(inp, i, n);
-    const Vec4 u = kGeluScale * (x + kGeluCube * x * x * x);
-    store(out, i, n, 0.5f * x * (1.0f + fast_tanh(u)));
-  }
+  parallel_for((n + 3) / 4, kGrainVecs, [&](size_t v0, size_t v1) {
+    const size_t end = std::min(n, 4 * v1);
+    for (size_t i = 4 * v0; i < end; i += 4) {
+      const Vec4 x = load(inp, i, end);
+      const Vec4 u = kGeluScale * (x + kGeluCube * x * x * x);
+      store(out, i, end, 0.5f * x * (1.0f + fast_tanh(u)));
+    }
+  });
 }
 
 // d/dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) du/dx, du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
   if (on_cuda()) return cuda::gelu_backward(dinp, inp, dout, n);
-  for (size_t i = 0; i < n; i += 4) {
-    const Vec4 x = load(inp, i, n);
-    const Vec4 u = kGeluScale * (x + kGeluCube * x * x * x);
-    const Vec4 th = fast_tanh(u);
-    const Vec4 sech2 = 1.0f - th * th;
-    const Vec4 du = kGeluScale * (1.0f + 3.0f * kGeluCube * x * x);
-    const Vec4 grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * du;
-    store(dinp, i, n, load(dinp, i, n) + grad * load(dout, i, n));
-  }
+  parallel_for((n + 3) / 4, kGrainVecs, [&](size_t v0, size_t v1) {
+    const size_t end = std::min(n, 4 * v1);
+    for (size_t i = 4 * v0; i < end; i += 4) {
+      const Vec4 x = load(inp, i, end);
+      const Vec4 u = kGeluScale * (x + kGeluCube * x * x * x);
+      const Vec4 th = fast_tanh(u);
+      const Vec4 sech2 = 1.0f - th * th;
+      const Vec4 du = kGeluScale * (1.0f + 3.0f * kGeluCube * x * x);
+      const Vec4 grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * du;
+      store(dinp, i, end, load(dinp, i, end) + grad * load(dout, i, end));
+    }
+  });
 }
 
 }  // namespace plexus::engine
