@@ -19,8 +19,11 @@ int gpu_ordinal(int local_rank, int visible_devices);
 // select_compute_device's message (the CPU stays selected).
 std::string select_rank_device(ComputeDevice device, Autocast autocast, int local_rank);
 
-// The line rank 0 prints once the device is selected: "device cpu (OpenBLAS), autocast none"
-// or "device cuda (GPU = local rank modulo 2 visible GPUs; rank 0 on GPU 0), autocast bf16".
+// The line rank 0 prints once the device is selected: "device cpu (OpenBLAS, Haswell kernels,
+// 2 threads), autocast none" (OpenBLAS's kernels, the CPU layers' threads: cpu_threads.h; with
+// a hint to OPENBLAS_CORETYPE=SkylakeX when the processor has AVX-512 and the kernels do not
+// use it) or "device cuda (GPU = local rank modulo 2 visible GPUs; rank 0 on GPU 0), autocast
+// bf16".
 std::string describe_compute_device(int local_rank);
 
 // How the memory report's "device" pool is held: "host memory (--device cpu)" or "managed

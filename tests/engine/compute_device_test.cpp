@@ -6,6 +6,7 @@
 // selects cuda successfully (tests/e2e/gpu_train_test.cpp trains on the GPU).
 #include "engine/device/compute.h"
 
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -150,7 +151,12 @@ TEST(DeviceChoice, CpuRankDescribesItsDeviceAndPool) {
   EXPECT_EQ(select_rank_device(ComputeDevice::kCpu, Autocast::kNone, 5), "");
   EXPECT_EQ(select_rank_device(ComputeDevice::kCpu, Autocast::kBf16, 0),
             "--autocast bf16 needs --device cuda");
-  EXPECT_EQ(describe_compute_device(0), "device cpu (OpenBLAS), autocast none");
+  const std::string line = describe_compute_device(0);
+  EXPECT_EQ(line.rfind(std::string("device cpu (OpenBLAS, ") + openblas_get_corename() +
+                           " kernels, 1 thread), autocast none",
+                       0),
+            0u)
+      << line;
   EXPECT_EQ(device_pool_description(0), "host memory (--device cpu)");
 }
 
