@@ -1,10 +1,16 @@
 // cpu_threads.cpp - see cpu_threads.h.
 //
-// One job at a time: the dispatcher publishes (fn, ctx, n, parts) and bumps `generation_`;
-// every worker, whether it has a part or not, acknowledges the generation by decrementing
-// `pending_`, so no worker can still be reading a job when the next one is written. Sleeping
-// on either counter is a futex wait on its 32-bit word, announced first (sleepers_ /
-// caller_sleeping_) so that the side that changes the word wakes it only when someone sleeps.
+// One job at a time. The dispatcher writes the job (fn, ctx, n, parts), then publishes it in
+// `claim_`, a 64-bit word holding the job's generation (high half) and the next unclaimed part
+// (low half), and bumps `generation_`, the 32-bit word sleeping workers wait on. Every thread,
+// the dispatcher included, takes parts by compare-and-swap on `claim_`, so a part whose worker
+// is not running (descheduled on a busy host, or asleep) is taken by whoever is free, the
+// dispatcher first: it never waits for a thread that has no part. A worker reads the job after
+// loading `claim_` and runs a part only if its swap succeeds, i.e. the generation it read the
+// job of is still the current one and unfinished, so the dispatcher cannot be writing the next
+// job then. `done_` counts finished parts; the dispatcher returns when it reaches `parts`.
+// Sleeping on a word is a futex wait, announced first (sleepers_, caller_sleeping_) so that
+// the side that changes the word wakes it only when someone sleeps.
 #include "engine/device/cpu_threads.h"
 
 #include <linux/futex.h>
@@ -78,18 +84,41 @@ class Pool {
       if (n > 0) fn(ctx, 0, n);
       return;
     }
-    fn_ = fn;
-    ctx_ = ctx;
-    n_ = n;
-    parts_ = parts;
-    pending_.store(static_cast<uint32_t>(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_seq_cst);
+    fn_.store(fn, std::memory_order_relaxed);
+    ctx_.store(ctx, std::memory_order_relaxed);
+    n_.store(n, std::memory_order_relaxed);
+    parts_.store(parts, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    claim_.store(uint64_t{generation} << 32, std::memory_order_release);
+    generation_.store(generation, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&generation_);
-    fn(ctx, 0, n / parts);
-    wait_for_workers();
+    run_parts(generation);
+    wait_for_parts(static_cast<uint32_t>(parts));
   }
 
  private:
+  // Claims and runs parts of `generation` until none is left; false if the job it would read
+  // is not that generation's (the worker then has nothing to do).
+  void run_parts(uint32_t generation) {
+    for (;;) {
+      uint64_t c = claim_.load(std::memory_order_acquire);
+      if (static_cast<uint32_t>(c >> 32) != generation) return;
+      const size_t part = static_cast<uint32_t>(c);
+      const detail::RangeFn fn = fn_.load(std::memory_order_relaxed);
+      void* const ctx = ctx_.load(std::memory_order_relaxed);
+      const size_t n = n_.load(std::memory_order_relaxed);
+      const size_t parts = parts_.load(std::memory_order_relaxed);
+      if (part >= parts) return;
+      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+      fn(ctx, n * part / parts, n * (part + 1) / parts);
+      if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == parts &&
+          caller_sleeping_.load(std::memory_order_seq_cst) != 0) {
+        futex_wake_all(&done_);
+      }
+    }
+  }
+
   void work(int index, uint32_t seen) {
     pthread_setname_np(pthread_self(), ("plexus-cpu-" + std::to_string(index)).c_str());
     for (;;) {
@@ -99,56 +128,51 @@ class Pool {
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
       seen = generation_.load(std::memory_order_acquire);
-      if (stop_) return;
-      const size_t part = static_cast<size_t>(index);
-      if (part < parts_) fn_(ctx_, n_ * part / parts_, n_ * (part + 1) / parts_);
-      if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-          caller_sleeping_.load(std::memory_order_seq_cst) != 0) {
-        futex_wake_all(&pending_);
-      }
+      if (stop_.load(std::memory_order_acquire)) return;
+      run_parts(seen);
     }
   }
 
-  void wait_for_workers() {
-    uint32_t left = pending_.load(std::memory_order_acquire);
-    if (left == 0) return;
+  void wait_for_parts(uint32_t parts) {
+    if (done_.load(std::memory_order_acquire) == parts) return;
     using Clock = std::chrono::steady_clock;
     const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(kSpinMicros);
     while (Clock::now() < deadline) {
       for (int i = 0; i < 64; ++i) {
-        if (pending_.load(std::memory_order_acquire) == 0) return;
+        if (done_.load(std::memory_order_acquire) == parts) return;
         cpu_relax();
       }
     }
     caller_sleeping_.store(1, std::memory_order_seq_cst);
-    while ((left = pending_.load(std::memory_order_seq_cst)) != 0) futex_wait(&pending_, left);
+    uint32_t done;
+    while ((done = done_.load(std::memory_order_seq_cst)) != parts) futex_wait(&done_, done);
     caller_sleeping_.store(0, std::memory_order_relaxed);
   }
 
   // Called with dispatch_ held.
   void stop_workers() {
     if (workers_.empty()) return;
-    stop_ = true;
-    pending_.store(static_cast<uint32_t>(workers_.size()), std::memory_order_relaxed);
+    stop_.store(true, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     futex_wake_all(&generation_);
     for (std::thread& t : workers_) t.join();
     workers_.clear();
-    stop_ = false;
+    stop_.store(false, std::memory_order_relaxed);
   }
 
   std::mutex dispatch_;
   std::vector<std::thread> workers_;
   std::atomic<uint32_t> generation_{0};
   std::atomic<uint32_t> sleepers_{0};
-  std::atomic<uint32_t> pending_{0};
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<uint32_t> done_{0};
   std::atomic<uint32_t> caller_sleeping_{0};
-  // The job: written by the dispatcher before generation_ is bumped, read by workers after.
-  detail::RangeFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-  size_t n_ = 0;
-  size_t parts_ = 0;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
+  // The job, read by whoever claims one of its parts (relaxed: claim_ orders them).
+  std::atomic<detail::RangeFn> fn_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<size_t> n_{0};
+  std::atomic<size_t> parts_{0};
 };
 
 Pool& pool() {

@@ -10,7 +10,9 @@
 //
 // Waiting: a worker polls for its next part for at most kSpinMicros after its last one (the
 // next layer normally follows within microseconds), then sleeps on a futex; the dispatching
-// thread waits for the others the same way. An idle process uses no CPU.
+// thread waits for the others the same way. An idle process uses no CPU. Parts are claimed, not
+// assigned: a part whose worker is not running (descheduled on a busy host) is run by the
+// first thread free, so one slow thread delays a layer by at most the part it has started.
 //
 // Results: the parts are contiguous ranges. Every layer but the linear layer writes disjoint
 // outputs per item, or sums in an order that does not depend on the parts, so its bits do not
@@ -42,7 +44,8 @@ void parallel_for(size_t n, size_t grain, RangeFn fn, void* ctx);
 
 // Splits [0, n) into at most cpu_threads() contiguous ranges of at least `grain` items each
 // (one range when n < 2 * grain) and calls fn(begin, end) once per range, one of them on the
-// calling thread; returns when every range is done. fn must not throw.
+// calling thread; returns when every range is done. Which thread runs which range is not fixed.
+// fn must not throw.
 template <class F>
 void parallel_for(size_t n, size_t grain, F&& fn) {
   using Fn = std::remove_reference_t<F>;
