@@ -43,9 +43,9 @@ void parallel_for(size_t n, size_t grain, RangeFn fn, void* ctx);
 }  // namespace detail
 
 // Splits [0, n) into at most cpu_threads() contiguous ranges of at least `grain` items each
-// (one range when n < 2 * grain) and calls fn(begin, end) once per range, one of them on the
-// calling thread; returns when every range is done. Which thread runs which range is not fixed.
-// fn must not throw.
+// (one range when n < 2 * grain) and calls fn(begin, end) once per range, on the calling
+// thread and the workers (which thread runs which range is not fixed); returns when every range
+// is done. fn must not throw.
 template <class F>
 void parallel_for(size_t n, size_t grain, F&& fn) {
   using Fn = std::remove_reference_t<F>;
