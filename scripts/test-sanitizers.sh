@@ -5,7 +5,8 @@
 #            engine unit tests, and a subset of the multi-process comm tests over tcp
 #   thread   build-tsan/ (-DPLEXUS_SANITIZE=thread: TSan): the threaded tests, i.e. the algorithm
 #            tests over the in-process thread transport (tests/comm/*_thread_test.cpp) and the
-#            progress-thread ones (nonblocking requests, completion steps)
+#            progress-thread ones (nonblocking requests, completion steps), and the CPU layers'
+#            thread pool (engine/device/cpu_threads.h)
 # Only the targets these tests need are built (listed below), so a cold build fits in CI: the
 # build is configured with PLEXUS_TEST_PER_FILE=ON, one test executable per *_test.cpp (named
 # after it) rather than one per test folder, so that only the chosen test files are compiled.
@@ -48,7 +49,7 @@ COMM_UNIT_TESTS=("${THREAD_TESTS[@]}" cost_model_test hierarchical_shm_cost_test
   reduce_test shm_names_test staged_pipeline_test stream_checks_test two_level_cost_test
   config_table_test unknown_settings_test)
 ENGINE_UNIT_TESTS=(activation_groups_test adamw_test checkpoint_folder_test checkpoint_metrics_test
-  checkpoint_test compute_device_test full_runs_test gpt_shard_init_test gpt_shard_memory_test
+  checkpoint_test compute_device_test cpu_threads_test full_runs_test gpt_shard_init_test gpt_shard_memory_test
   gpt_shard_test gpt_shard_units_test gpt_test layers_test memory_plugins_plan_test
   memory_report_test placement_test plugin_loader_test sharded_checkpoint_test stop_request_test
   text_dataset_test unit_partition_test)
@@ -56,7 +57,8 @@ ENGINE_UNIT_TESTS=(activation_groups_test adamw_test checkpoint_folder_test chec
 ASAN_PROCESS_TESTS=(bootstrap_test barrier_test broadcast_test argument_checks_test
   unknown_settings_report_test "split_test:*tcp*" "nonblocking_test:*tcp_3ranks:*tcp_4ranks"
   "comm_lifecycle_test:CAbi.*:*tcp*")
-TSAN_TESTS=("${THREAD_TESTS[@]}" "nonblocking_test:*tcp_3ranks:*tcp_4ranks" completion_hook_test)
+TSAN_TESTS=("${THREAD_TESTS[@]}" "nonblocking_test:*tcp_3ranks:*tcp_4ranks" completion_hook_test
+  cpu_threads_test)
 
 now() { date +%s; }
 summary=()
