@@ -5,7 +5,9 @@
 // and what torch.autocast(dtype=torch.bfloat16) does to a matmul on the CPU: every element of
 // op(A) and op(B) is rounded to bf16 (round to nearest even, as VCVTNE2PS2BF16 does: a NaN
 // stays a quiet NaN, an fp32 denormal becomes a zero of its sign), the products of two bf16 are
-// exact in fp32, and their sums are rounded in fp32.
+// exact in fp32, and their sums are rounded in fp32. VDPBF16PS flushes denormal sums to zero
+// (a product or partial sum under 2^-126 in magnitude counts as 0); the scalar reference below
+// does not.
 //
 // Algorithm: the blocked GEMM of Goto and van de Geijn ("Anatomy of high-performance matrix
 // multiplication", ACM TOMS 34(3), 2008) as BLIS lays it out (Van Zee and van de Geijn, ACM TOMS
@@ -36,8 +38,8 @@ bool cpu_bf16_gemm_supported();
 // C = beta * C without reading A or B; M == 0 or N == 0 does nothing. The K sum is split in
 // blocks of 256 (C is updated once per block) and is fp32 throughout.
 //
-// Without cpu_bf16_gemm_supported() it computes the same roundings with plain scalar code
-// (slow: a reference, not meant for training).
+// Without cpu_bf16_gemm_supported() it computes the same input roundings with plain scalar
+// code, summing in k order (slow: a reference, not meant for training).
 //
 // Single-threaded: the caller splits larger products across threads (rows of C, as the linear
 // layer does). Thread-safe: the packing buffers are per thread, nothing else is shared, so any
