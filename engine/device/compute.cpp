@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "engine/device/cpu_bf16_gemm.h"
 #include "engine/device/cuda_layers.h"
 #include "engine/device/device.h"
 
@@ -36,9 +37,12 @@ const char* autocast_name(Autocast autocast) {
 
 std::string select_compute_device(ComputeDevice device, int ordinal, Autocast autocast) {
   if (device == ComputeDevice::kCpu) {
-    if (autocast != Autocast::kNone) return "--autocast bf16 needs --device cuda";
+    if (autocast == Autocast::kBf16 && !cpu_bf16_gemm_supported()) {
+      return "--autocast bf16 on --device cpu needs a processor with AVX512-BF16 (this one has "
+             "none); use --autocast none or --device cuda";
+    }
     g_device = ComputeDevice::kCpu;
-    g_autocast = Autocast::kNone;
+    g_autocast = autocast;
     return "";
   }
   if (!cuda_compiled()) {

@@ -23,9 +23,11 @@ namespace plexus::engine {
 
 enum class ComputeDevice { kCpu, kCuda };
 
-// Matrix products under --autocast (cuda only): kNone computes in fp32; kBf16 lets cuBLAS
-// round the inputs of every GEMM to bf16 and accumulate in fp32 (CUBLAS_COMPUTE_32F_FAST_16BF),
-// as torch.autocast(dtype=torch.bfloat16) does for matmuls; every other layer stays fp32.
+// Matrix products under --autocast: kNone computes in fp32; kBf16 rounds the inputs of the
+// GEMMs to bf16 and accumulates in fp32, as torch.autocast(dtype=torch.bfloat16) does for
+// matmuls; every other layer stays fp32. On cuda, cuBLAS does it for every GEMM
+// (CUBLAS_COMPUTE_32F_FAST_16BF); on the CPU, the linear layers (the LM head included) run
+// sgemm_bf16 (cpu_bf16_gemm.h, AVX512-BF16) and attention's products stay fp32.
 enum class Autocast { kNone, kBf16 };
 
 // "cpu" or "cuda" -> *out, true; anything else false (*out untouched).
@@ -39,7 +41,8 @@ const char* autocast_name(Autocast autocast);
 // devices is the usual choice) and the autocast mode. Returns "" on success, otherwise a
 // message naming the reason and leaves the CPU selected: "--device cuda: this build has no
 // CUDA (configure with the CUDA toolkit)", "--device cuda: no CUDA device: <why>", "--device
-// cuda: ordinal 3 of 1 devices", "--autocast bf16 needs --device cuda".
+// cuda: ordinal 3 of 1 devices", "--autocast bf16 on --device cpu needs a processor with
+// AVX512-BF16 (this one has none); use --autocast none or --device cuda".
 std::string select_compute_device(ComputeDevice device, int ordinal, Autocast autocast);
 
 ComputeDevice compute_device();

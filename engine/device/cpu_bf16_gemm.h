@@ -16,7 +16,7 @@
 // products per 32-bit lane: lane n of B holds (b[k][n], b[k+1][n]), the A pair (a[i][k],
 // a[i][k+1]) is broadcast). See cpu_bf16_gemm.cpp.
 //
-// Not wired into the engine yet: engine/model/layers/matmul.cpp still calls cblas_sgemm.
+// Used by the linear layer (engine/model/layers/matmul.cpp) under --autocast bf16 on the CPU.
 #pragma once
 
 namespace plexus::engine {

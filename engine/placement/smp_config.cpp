@@ -318,14 +318,10 @@ SmpTranslation translate_smp_config(const std::string& json_text, const SmpJob& 
   const bool fp16 = keys.boolean("fp16").value_or(false);
   const auto bf16 = keys.boolean("bf16");
   if (fp16) {
-    fail("fp16", "Plexus has no fp16 training path; use \"bf16\": true (bf16 autocast, with "
-                 "--device cuda) or leave it out for fp32");
+    fail("fp16", "Plexus has no fp16 training path; use \"bf16\": true (bf16 autocast: "
+                 "--device cuda, or a CPU with AVX512-BF16) or leave it out for fp32");
   }
   if (bf16) {
-    if (*bf16 && job.device != ComputeDevice::kCuda) {
-      fail("bf16", "true needs --device cuda (bf16 autocast of the GEMMs runs on GPUs only; "
-                   "this run is --device cpu)");
-    }
     out.autocast = *bf16 ? Autocast::kBf16 : Autocast::kNone;
     steps.push_back(fmt::format("bf16 {} -> --autocast {}", *bf16 ? "true" : "false",
                                 autocast_name(*out.autocast)));

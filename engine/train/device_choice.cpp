@@ -50,8 +50,9 @@ std::string select_rank_device(ComputeDevice device, Autocast autocast, int loca
 std::string describe_compute_device(int local_rank) {
   if (!on_cuda()) {
     const int threads = cpu_threads();
-    return fmt::format("device cpu (OpenBLAS, {} kernels, {} thread{}), autocast none{}",
+    return fmt::format("device cpu (OpenBLAS, {} kernels, {} thread{}), autocast {}{}",
                        openblas_get_corename(), threads, threads == 1 ? "" : "s",
+                       autocast_name(compute_autocast()),
                        avx512_kernels_unused() ? "; this processor has AVX-512: "
                                                  "OPENBLAS_CORETYPE=SkylakeX may be faster "
                                                  "(docs/tuning.md)"

@@ -12,7 +12,11 @@ runs one after another (interleaved, so a change in the host's load hits every c
                     (PyTorch's fastest CPU setting on 2 cores for these shapes)
   torch avx512      the same with OPENBLAS_CORETYPE=SkylakeX and ATEN_CPU_CAPABILITY=avx512
   plexus avx512     plexus-train with OPENBLAS_CORETYPE=SkylakeX
-  (the avx512 columns only where /proc/cpuinfo lists avx512f, avx512bw, avx512dq and avx512vl)
+  plexus bf16       plexus-train --autocast bf16 (the linear layers' GEMMs on AVX512-BF16; the
+                    host's OpenBLAS kernels for attention): not the same arithmetic as the fp32
+                    columns, so its loss is printed but not compared
+  (the avx512 columns only where /proc/cpuinfo lists avx512f, avx512bw, avx512dq and avx512vl,
+  the bf16 column only where it lists avx512_bf16 too)
 
 Both programs start from the same weights and train on the same windows (torch_gpt.py draws
 them as the engine does), so their losses are printed side by side as a check that they run
@@ -45,13 +49,12 @@ def parse_shape(text):
     return dict(zip(("L", "C", "H", "T", "B"), map(int, m.groups())))
 
 
-def has_avx512():
+def cpu_flags():
     try:
         with open("/proc/cpuinfo") as f:
-            flags = set(next(l for l in f if l.startswith("flags")).split(":", 1)[1].split())
+            return set(next(l for l in f if l.startswith("flags")).split(":", 1)[1].split())
     except (OSError, StopIteration):
-        return False
-    return {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+        return set()
 
 
 def flops_per_token(s):
@@ -101,13 +104,16 @@ def main():
                                 stderr=subprocess.DEVNULL).returncode == 0
     if not have_torch:
         print("engine_vs_torch.py: %s has no torch: plexus columns only" % python)
-    avx512 = has_avx512()
+    flags = cpu_flags()
+    avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+    bf16 = avx512 and "avx512_bf16" in flags
 
     base = dict(os.environ)
     for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         base.pop(k, None)
     fast = dict(base, OPENBLAS_CORETYPE="SkylakeX")
     columns = [("plexus", "plexus", base)]
+    extra = {"plexus bf16": ["--autocast", "bf16"]}
     if have_torch:
         columns.append(("torch", "torch", dict(base, OPENBLAS_NUM_THREADS="2")))
         if avx512:
@@ -115,6 +121,8 @@ def main():
                             dict(fast, OPENBLAS_NUM_THREADS="2", ATEN_CPU_CAPABILITY="avx512")))
     if avx512:
         columns.append(("plexus avx512", "plexus", fast))
+    if bf16:
+        columns.append(("plexus bf16", "plexus", base))
     print("host: %d cpus, OPENBLAS_CORETYPE=%s, avx512 %s; %d rounds of %d steps (first %d "
           "left out)" % (os.cpu_count(), base.get("OPENBLAS_CORETYPE", "(unset)"),
                          "yes" if avx512 else "no", a.rounds, a.steps, a.skip), flush=True)
@@ -136,7 +144,8 @@ def main():
                                "--threads", "1"]
                         metrics = None
                     try:
-                        rows = run(cmd + model_args(s, a.steps), env, metrics)
+                        rows = run(cmd + model_args(s, a.steps) + extra.get(label, []), env,
+                                   metrics)
                     except (RuntimeError, subprocess.TimeoutExpired) as e:
                         print("%s %s round %d failed: %s" % (name, label, rnd + 1, e))
                         failed = True

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/device/cpu_bf16_gemm.h"
 #include "engine/device/device.h"
 #include "tests/e2e/synthetic_corpus.h"
 #include "tests/support/subprocess.h"
@@ -62,12 +63,43 @@ TEST_F(DeviceOption, CudaWithoutADeviceExitsTwoNamingEachRank) {
   EXPECT_THAT(out, Not(HasSubstr("step ")));  // nothing trained
 }
 
-TEST_F(DeviceOption, Bf16AutocastOnTheCpuExitsTwo) {
-  ProcessResult r = run_process(train_args({"--autocast", "bf16"}), 60);
-  const std::string out = r.out + r.err;
-  ASSERT_FALSE(r.timed_out) << out;
-  EXPECT_EQ(r.exit_code, 2) << out;
-  EXPECT_THAT(out, HasSubstr("plexus-train: rank 0: --autocast bf16 needs --device cuda"));
+// --autocast bf16 on the CPU: on a processor with AVX512-BF16 the linear layers run in bf16
+// (fp32 sums) and 200 steps of the default model on Moby-Dick reach a validation loss within 2%
+// of fp32's (observed: under 0.5%); elsewhere the rank is refused with exit code 2, by name.
+TEST_F(DeviceOption, Bf16AutocastOnTheCpuTrainsLikeFp32OrIsRefused) {
+  if (!engine::cpu_bf16_gemm_supported()) {
+    ProcessResult r = run_process(train_args({"--autocast", "bf16"}), 60);
+    const std::string out = r.out + r.err;
+    ASSERT_FALSE(r.timed_out) << out;
+    EXPECT_EQ(r.exit_code, 2) << out;
+    EXPECT_THAT(out, HasSubstr("plexus-train: rank 0: --autocast bf16 on --device cpu needs a "
+                               "processor with AVX512-BF16 (this one has none)"));
+    GTEST_SKIP() << "this processor has no AVX512-BF16: only the refusal was checked";
+  }
+  const std::string data = std::string(PLEXUS_SOURCE_DIR) + "/data/moby_dick.txt";
+  if (!std::ifstream(data).good()) GTEST_SKIP() << data << " missing (scripts/fetch-data.sh)";
+  double val_loss[2] = {0.0, 0.0};
+  const char* modes[2] = {"none", "bf16"};
+  for (int i = 0; i < 2; ++i) {
+    ProcessResult r = run_process({PLEXUS_TRAIN_PATH, "--data", data, "--steps", "200",
+                                   "--val-every", "200", "--log-every", "100", "--checkpoint", "",
+                                   "--autocast", modes[i]},
+                                  600);
+    const std::string out = r.out + r.err;
+    ASSERT_EQ(r.exit_code, 0) << out;
+    EXPECT_THAT(out, ContainsRegex(std::string("plexus-train: device cpu \\(OpenBLAS, .*\\), "
+                                               "autocast ") +
+                                   modes[i]));
+    const std::string key = "step   200 | validation loss ";
+    const size_t at = out.find(key);
+    ASSERT_NE(at, std::string::npos) << out;
+    val_loss[i] = std::stod(out.substr(at + key.size()));
+  }
+  EXPECT_GT(val_loss[0], 1.0);  // trained, not diverged: about 2.3 after 200 steps
+  EXPECT_LT(val_loss[0], 3.0);
+  EXPECT_NEAR(val_loss[1], val_loss[0], 0.02 * val_loss[0])
+      << "fp32 " << val_loss[0] << ", bf16 " << val_loss[1];
+  EXPECT_NE(val_loss[1], val_loss[0]);  // the bf16 products did run
 }
 
 TEST_F(DeviceOption, UnknownValuesExitTwoBeforeTraining) {

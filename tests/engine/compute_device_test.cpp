@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/device/cpu_bf16_gemm.h"
 #include "engine/device/device.h"
 #include "engine/memory/compute_fill.h"
 #include "engine/memory/compute_vector.h"
@@ -96,10 +97,19 @@ TEST(ComputeDevice, CpuIsTheDefaultAndSelectsWithoutAutocast) {
   EXPECT_EQ(compute_device(), ComputeDevice::kCpu);
 }
 
-TEST(ComputeDevice, Bf16AutocastOnTheCpuIsRefused) {
-  EXPECT_EQ(select_compute_device(ComputeDevice::kCpu, 0, Autocast::kBf16),
-            "--autocast bf16 needs --device cuda");
+TEST(ComputeDevice, Bf16AutocastOnTheCpuNeedsAvx512Bf16) {
+  const std::string error = select_compute_device(ComputeDevice::kCpu, 0, Autocast::kBf16);
   EXPECT_EQ(compute_device(), ComputeDevice::kCpu);
+  if (cpu_bf16_gemm_supported()) {
+    EXPECT_EQ(error, "");
+    EXPECT_EQ(compute_autocast(), Autocast::kBf16);
+  } else {
+    EXPECT_EQ(error,
+              "--autocast bf16 on --device cpu needs a processor with AVX512-BF16 (this one has "
+              "none); use --autocast none or --device cuda");
+    EXPECT_EQ(compute_autocast(), Autocast::kNone);
+  }
+  EXPECT_EQ(select_compute_device(ComputeDevice::kCpu, 0, Autocast::kNone), "");
   EXPECT_EQ(compute_autocast(), Autocast::kNone);
 }
 
@@ -149,8 +159,6 @@ TEST(DeviceChoice, GpuOrdinalIsTheLocalRankModuloTheVisibleDevices) {
 
 TEST(DeviceChoice, CpuRankDescribesItsDeviceAndPool) {
   EXPECT_EQ(select_rank_device(ComputeDevice::kCpu, Autocast::kNone, 5), "");
-  EXPECT_EQ(select_rank_device(ComputeDevice::kCpu, Autocast::kBf16, 0),
-            "--autocast bf16 needs --device cuda");
   const std::string line = describe_compute_device(0);
   EXPECT_EQ(line.rfind(std::string("device cpu (OpenBLAS, ") + openblas_get_corename() +
                            " kernels, 1 thread), autocast none",

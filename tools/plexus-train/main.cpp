@@ -197,8 +197,8 @@ int main(int argc, char** argv) {
                  "the visible GPUs; several ranks may share one)")
       ->capture_default_str();
   app.add_option("--autocast", autocast,
-                 "with --device cuda: none (fp32) or bf16 (GEMM inputs rounded to bf16, fp32 "
-                 "accumulation)")
+                 "none (fp32) or bf16 (GEMM inputs rounded to bf16, fp32 accumulation; on "
+                 "--device cpu the linear layers, and only on processors with AVX512-BF16)")
       ->capture_default_str();
 
   app.add_flag("--evaluate", t.evaluate,

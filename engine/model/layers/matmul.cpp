@@ -1,4 +1,5 @@
-// matmul.cpp - linear layer forward/backward as three sgemm calls (llm.c's matmul_*, on BLAS).
+// matmul.cpp - linear layer forward/backward as three sgemm calls (llm.c's matmul_*, on BLAS),
+// split over the CPU threads by rows (cpu_threads.h).
 #include "engine/model/layers/matmul.h"
 
 #include <cblas.h>
@@ -7,6 +8,7 @@
 #include <cstddef>
 
 #include "engine/device/compute.h"
+#include "engine/device/cpu_bf16_gemm.h"
 #include "engine/device/cpu_threads.h"
 #include "engine/device/cuda_layers.h"
 
@@ -17,6 +19,16 @@ namespace {
 // micro-tile heights, so no part ends inside a tile); a thread gets at least kGrainBlocks.
 constexpr size_t kRowBlock = 16;
 constexpr size_t kGrainBlocks = 2;
+
+// cblas_sgemm row-major, or under --autocast bf16 sgemm_bf16 (the same arguments).
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc) {
+  if (compute_autocast() == Autocast::kBf16) {
+    return sgemm_bf16(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
 
 size_t blocks(size_t rows) { return (rows + kRowBlock - 1) / kRowBlock; }
 size_t block_row(size_t block, size_t rows) { return std::min(rows, block * kRowBlock); }
@@ -36,8 +48,7 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
       }
     }
     // (rows,C) x (OC,C)^T -> (rows,OC), rows r0..r1
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0), OC, C, 1.0f,
-                inp + r0 * C, C, weight, C, beta, o, OC);
+    gemm(false, true, static_cast<int>(r1 - r0), OC, C, inp + r0 * C, C, weight, C, beta, o, OC);
   });
 }
 
@@ -57,13 +68,13 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     const size_t r1 = block_row(row_blocks * p1 / n, rows);
     const size_t o0 = block_row(oc_blocks * p0 / n, OC), o1 = block_row(oc_blocks * p1 / n, OC);
     if (dinp != nullptr && r1 > r0) {  // (rows,OC) x (OC,C) -> (rows,C), rows r0..r1
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r1 - r0), C, OC,
-                  1.0f, dout + r0 * OC, OC, weight, C, 1.0f, dinp + r0 * C, C);
+      gemm(false, false, static_cast<int>(r1 - r0), C, OC, dout + r0 * OC, OC, weight, C, 1.0f,
+           dinp + r0 * C, C);
     }
     if (o1 == o0) return;
     // (rows,OC)^T x (rows,C) -> (OC,C), output channels o0..o1
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(o1 - o0), C,
-                static_cast<int>(rows), 1.0f, dout + o0, OC, inp, C, 1.0f, dweight + o0 * C, C);
+    gemm(true, false, static_cast<int>(o1 - o0), C, static_cast<int>(rows), dout + o0, OC, inp, C,
+         1.0f, dweight + o0 * C, C);
     if (dbias != nullptr) {  // each channel summed over the rows in order
       for (size_t r = 0; r < rows; ++r) {
         const float* d = dout + r * OC;

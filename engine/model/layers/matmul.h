@@ -1,4 +1,5 @@
-// matmul.h - the linear layer out = inp W^T + b, on cblas_sgemm (OpenBLAS).
+// matmul.h - the linear layer out = inp W^T + b, on cblas_sgemm (OpenBLAS), or under --autocast
+// bf16 on sgemm_bf16 (engine/device/cpu_bf16_gemm.h: inputs rounded to bf16, fp32 sums).
 // On the CUDA compute device (engine/device/compute.h) each function runs its namesake in
 // engine/device/cuda_layers.h (same shapes and += / overwrite rules, equal within the bounds
 // of docs/gpu.md); every pointer must then be managed memory (TrackedBuffer, ComputeVector).
