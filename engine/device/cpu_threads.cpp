@@ -61,6 +61,9 @@ bool spin_until_changed(const std::atomic<uint32_t>& word, uint32_t seen) {
   }
 }
 
+// True while this thread runs a part (of any pool call).
+thread_local bool t_in_part = false;
+
 class Pool {
  public:
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
@@ -78,10 +81,12 @@ class Pool {
 
   void run(size_t n, size_t grain, detail::RangeFn fn, void* ctx) {
     const size_t most = grain == 0 ? n : std::max<size_t>(1, n / grain);
-    std::unique_lock<std::mutex> lock(dispatch_, std::try_to_lock);
+    // A part calling parallel_for again runs inline: never try_lock a mutex this thread holds.
+    std::unique_lock<std::mutex> lock;
+    if (!t_in_part && most > 1) lock = std::unique_lock<std::mutex>(dispatch_, std::try_to_lock);
     const size_t parts = std::min<size_t>(most, static_cast<size_t>(threads()));
-    if (!lock.owns_lock() || parts <= 1) {  // busy (nested or another thread) or too small
-      if (n > 0) fn(ctx, 0, n);
+    if (!lock.owns_lock() || parts <= 1) {  // nested, another thread's, or too small
+      if (n > 0) run_part(fn, ctx, 0, n);
       return;
     }
     fn_.store(fn, std::memory_order_relaxed);
@@ -98,6 +103,13 @@ class Pool {
   }
 
  private:
+  static void run_part(detail::RangeFn fn, void* ctx, size_t begin, size_t end) {
+    const bool outer = t_in_part;
+    t_in_part = true;
+    fn(ctx, begin, end);
+    t_in_part = outer;
+  }
+
   // Claims and runs parts of `generation` until none is left; false if the job it would read
   // is not that generation's (the worker then has nothing to do).
   void run_parts(uint32_t generation) {
@@ -111,7 +123,7 @@ class Pool {
       const size_t parts = parts_.load(std::memory_order_relaxed);
       if (part >= parts) return;
       if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
-      fn(ctx, n * part / parts, n * (part + 1) / parts);
+      run_part(fn, ctx, n * part / parts, n * (part + 1) / parts);
       if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == parts &&
           caller_sleeping_.load(std::memory_order_seq_cst) != 0) {
         futex_wake_all(&done_);

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/config/blas_threads.h"
 #include "engine/checkpoint/checkpoint_model.h"
 #include "engine/device/compute.h"
 #include "engine/model/gpt.h"
@@ -239,6 +240,7 @@ int predict(const PredictOptions& o, World& world) {
       !problem.empty()) {
     throw PredictUsageError(problem);
   }
+  use_one_compute_thread();  // a token at a time: threads would wait more than they work
   Gpt model(ck->config);
   std::copy(ck->params().begin(), ck->params().end(), model.params());
   ck.reset();

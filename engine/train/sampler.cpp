@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_model.h"
+#include "engine/config/blas_threads.h"
 #include "engine/device/compute.h"
 #include "engine/model/gpt.h"
 #include "engine/model/rng.h"
@@ -27,6 +28,7 @@ int run_sampling(const SampleOptions& o) {
       std::fprintf(stderr, "plexus-train: %s\n", why.c_str());
       return 2;
     }
+    use_one_compute_thread();  // a token at a time: threads would wait more than they work
     const ModelCheckpoint ck = load_model_checkpoint(o.checkpoint_path);
     Gpt model(ck.config);  // on the selected device
     std::copy(ck.params().begin(), ck.params().end(), model.params());

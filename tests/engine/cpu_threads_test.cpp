@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/config/blas_threads.h"
 #include "engine/model/layers/attention.h"
 #include "engine/model/layers/encoder.h"
 #include "engine/model/layers/gelu.h"
@@ -151,6 +153,21 @@ TEST_F(CpuThreads, IdleWorkersSleep) {
   EXPECT_EQ(states[1], 'S');
   set_cpu_threads(1);
   EXPECT_TRUE(worker_states().empty());  // stopped and joined
+}
+
+// The planner and the model both ask for the thread count (with OPENBLAS_NUM_THREADS set, as
+// plexus-run sets it): the second answer must not be OpenBLAS's count after it was set to 1.
+TEST_F(CpuThreads, ThreadChoiceIsMadeOnceAndKept) {
+  setenv("OPENBLAS_NUM_THREADS", "2", 1);
+  const int expected = std::max(1, openblas_get_num_threads());
+  const int first = choose_blas_threads(1);
+  EXPECT_EQ(first, expected);
+  EXPECT_EQ(openblas_get_num_threads(), 1);  // every part calls one-threaded OpenBLAS
+  EXPECT_EQ(cpu_threads(), first);
+  EXPECT_EQ(choose_blas_threads(1), first);
+  EXPECT_EQ(choose_blas_threads(4), first);
+  EXPECT_EQ(cpu_threads(), first);
+  unsetenv("OPENBLAS_NUM_THREADS");
 }
 
 std::vector<float> random_vector(size_t n, uint64_t seed) {

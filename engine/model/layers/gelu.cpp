@@ -36,7 +36,8 @@ inline Vec splat(float x) { return Vec{} + x; }
 
 // tanh(x) = p(x) / q(x), p odd of degree 13, q even of degree 6, x clamped to +-7.905 where
 // the float result is +-1.
-inline Vec fast_tanh(Vec x) {
+inline Vec fast_tanh(const Vec& u) {
+  Vec x = u;
   const Vec hi = splat(7.90531110763549805f), lo = -hi;
   x = x > hi ? hi : x;
   x = x < lo ? lo : x;
@@ -68,7 +69,7 @@ inline Vec load(const float* a, size_t i, size_t n) {
   return v;
 }
 // Stores lanes i..i+kLanes-1 of v into a, dropping those past n.
-inline void store(float* a, size_t i, size_t n, Vec v) {
+inline void store(float* a, size_t i, size_t n, const Vec& v) {
   if (n - i >= kLanes) {
     std::memcpy(a + i, &v, sizeof(v));
   } else {
