@@ -1,8 +1,9 @@
 // cpu_bf16_gemm.h - the CPU matrix product of --autocast bf16: sgemm whose inputs are rounded
 // to bfloat16 and whose products are summed in fp32, on the AVX512-BF16 dot product VDPBF16PS.
 //
-// It is what cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF does on the GPU (compute.h, Autocast::kBf16)
-// and what torch.autocast(dtype=torch.bfloat16) does to a matmul on the CPU: every element of
+// It is what cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF does on the GPU (compute.h, Autocast::kBf16),
+// and the inputs of torch.autocast(dtype=torch.bfloat16)'s CPU matmul (which, unlike this one,
+// also rounds its output to bf16): every element of
 // op(A) and op(B) is rounded to bf16 (round to nearest even, as VCVTNE2PS2BF16 does: a NaN
 // stays a quiet NaN, an fp32 denormal becomes a zero of its sign), the products of two bf16 are
 // exact in fp32, and their sums are rounded in fp32. VDPBF16PS flushes denormal sums to zero

@@ -14,8 +14,8 @@ namespace plexus::engine {
 
 namespace {
 
-// OpenBLAS runs kernels without AVX-512 (OPENBLAS_CORETYPE, or a processor OpenBLAS 0.3.21
-// does not know, such as AMD Zen 4, taken for Haswell) on a processor that has it.
+// OpenBLAS runs kernels without AVX-512 (OPENBLAS_CORETYPE=Haswell, say, or a processor
+// OpenBLAS 0.3.21 does not know) on a processor that has it.
 bool avx512_kernels_unused() {
 #if defined(__x86_64__)
   const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

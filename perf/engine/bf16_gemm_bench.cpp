@@ -60,8 +60,15 @@ double seconds_per_call(F&& call, double min_seconds) {
 
 int main(int argc, char** argv) {
   double min_seconds = 0.2;
-  if (argc > 2 || (argc == 2 && (min_seconds = std::atof(argv[1])) <= 0.0)) {
-    std::fprintf(stderr, "usage: %s [seconds per measurement > 0]\n", argv[0]);
+  if (argc == 2) {
+    char* end = nullptr;
+    min_seconds = std::strtod(argv[1], &end);
+    if (end == argv[1] || *end != '\0') min_seconds = -1.0;
+  }
+  // at most a minute per measurement: "inf" would never end, "nan" compares false
+  if (argc > 2 || !(min_seconds > 0.0 && min_seconds <= 60.0)) {
+    std::fprintf(stderr, "usage: %s [seconds per measurement, above 0 and at most 60; default "
+                 "0.2]\n", argv[0]);
     return 2;
   }
   if (!plexus::engine::cpu_bf16_gemm_supported()) {

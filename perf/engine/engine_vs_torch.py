@@ -100,8 +100,11 @@ def main():
         print("engine_vs_torch.py: %s not built (--build-dir)" % train, file=sys.stderr)
         return 2
     python = os.environ.get("PYTHON", "/usr/bin/python3")
-    have_torch = subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL).returncode == 0
+    try:
+        have_torch = subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):  # no such program, or it hangs
+        have_torch = False
     if not have_torch:
         print("engine_vs_torch.py: %s has no torch: plexus columns only" % python)
     flags = cpu_flags()

@@ -41,9 +41,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     a = ap.parse_args()
-    if a.n_embd % a.n_head != 0 or min(a.n_layer, a.n_head, a.seq_len, a.batch_size,
-                                       a.steps) < 1:
-        ap.error("n_embd must be a multiple of n_head, and every size at least 1")
+    if min(a.n_layer, a.n_head, a.n_embd, a.seq_len, a.batch_size, a.steps, a.threads) < 1:
+        ap.error("--n-layer, --n-head, --n-embd, --seq-len, --batch-size, --steps and --threads "
+                 "must be at least 1")
+    if a.n_embd % a.n_head != 0:
+        ap.error("--n-embd %d is not a multiple of --n-head %d" % (a.n_embd, a.n_head))
     a.min_lr_ratio = 0.1  # plexus-train's (engine/optim/lr_schedule.h)
 
     import torch

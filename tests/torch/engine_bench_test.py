@@ -17,6 +17,15 @@ BUILD = os.environ.get("PLEXUS_BUILD_DIR", os.path.join(ROOT, "build"))
 DATA = os.path.join(ROOT, "data", "moby_dick.txt")
 
 
+def have_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+@unittest.skipUnless(have_torch(), "this python has no torch (run it with /usr/bin/python3)")
 @unittest.skipUnless(os.path.exists(DATA), "data/moby_dick.txt missing (scripts/fetch-data.sh)")
 class EngineVsTorchBench(unittest.TestCase):
     def test_both_columns_train_the_same_model(self):

@@ -16,7 +16,9 @@ namespace plexus::engine {
 void attention_forward(float* out, float* att, const float* inp, int B, int T, int C, int NH);
 
 // Accumulates (+=) into dinp (B,T,3C) the gradient given dout (B,T,C), the forward's inp and att.
-// scratch: T*T floats of workspace, overwritten.
+// scratch: T*T floats of workspace, overwritten. With several CPU threads (cpu_threads.h) the
+// other threads use a T*T block of their own (thread-local, kept for the next call, not counted
+// by the MemoryTracker: 64 KiB per thread at T = 128).
 void attention_backward(float* dinp, float* scratch, const float* dout, const float* inp,
                         const float* att, int B, int T, int C, int NH);
 
