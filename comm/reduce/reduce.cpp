@@ -27,17 +27,7 @@
 #include <type_traits>
 
 #include "comm/reduce/half.h"
-
-// ThreadSanitizer instruments the ifunc resolvers, which run before it is initialised and crash;
-// its builds use the portable loops.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(PLEXUS_NO_TARGET_CLONES) && !defined(__SANITIZE_THREAD__)
-#define PLX_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#define PLX_HAVE_TARGET_CLONES 1
-#else
-#define PLX_TARGET_CLONES
-#define PLX_HAVE_TARGET_CLONES 0
-#endif
+#include "topology/target_clones.h"
 #define PLX_INLINE inline __attribute__((always_inline))
 
 namespace plexus::comm {

@@ -48,13 +48,14 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls until *word differs from `seen` for at most kSpinMicros; true if it did.
-bool spin_until_changed(const std::atomic<uint32_t>& word, uint32_t seen) {
+// Polls `done()` for at most kSpinMicros; true if it became true.
+template <class Done>
+bool spin_until(Done done) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(kSpinMicros);
   for (;;) {
     for (int i = 0; i < 64; ++i) {
-      if (word.load(std::memory_order_acquire) != seen) return true;
+      if (done()) return true;
       cpu_relax();
     }
     if (Clock::now() >= deadline) return false;
@@ -110,8 +111,8 @@ class Pool {
     t_in_part = outer;
   }
 
-  // Claims and runs parts of `generation` until none is left; false if the job it would read
-  // is not that generation's (the worker then has nothing to do).
+  // Claims and runs parts of `generation` until none is left, or returns at once when the job
+  // published is another generation's (the worker then has nothing to do).
   void run_parts(uint32_t generation) {
     for (;;) {
       uint64_t c = claim_.load(std::memory_order_acquire);
@@ -134,7 +135,7 @@ class Pool {
   void work(int index, uint32_t seen) {
     pthread_setname_np(pthread_self(), ("plexus-cpu-" + std::to_string(index)).c_str());
     for (;;) {
-      if (!spin_until_changed(generation_, seen)) {
+      if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         while (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(&generation_, seen);
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
@@ -146,15 +147,7 @@ class Pool {
   }
 
   void wait_for_parts(uint32_t parts) {
-    if (done_.load(std::memory_order_acquire) == parts) return;
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(kSpinMicros);
-    while (Clock::now() < deadline) {
-      for (int i = 0; i < 64; ++i) {
-        if (done_.load(std::memory_order_acquire) == parts) return;
-        cpu_relax();
-      }
-    }
+    if (spin_until([&] { return done_.load(std::memory_order_acquire) == parts; })) return;
     caller_sleeping_.store(1, std::memory_order_seq_cst);
     uint32_t done;
     while ((done = done_.load(std::memory_order_seq_cst)) != parts) futex_wait(&done_, done);

@@ -53,7 +53,7 @@ const std::set<std::string> kNotVariables = {
     // header guards
     "PLEXUS_PLEXUS_H", "PLEXUS_PLUGIN_H",
     // C++ macros (engine/device: CUDA-shared code, CPU variants, the bf16 GEMM's attributes)
-    "PLEXUS_HOST_DEVICE", "PLEXUS_CPU_VARIANTS", "PLEXUS_BF16_GEMM_KERNEL", "PLEXUS_BF16_TARGET",
+    "PLEXUS_HOST_DEVICE", "PLEXUS_BF16_GEMM_KERNEL", "PLEXUS_BF16_TARGET",
     // Python constants
     "PLEXUS_FEATURES", "PLEXUS_KEYS", "PLEXUS_SKIP",
     // misspellings on purpose: the unknown-setting tests and their docs

@@ -4,18 +4,19 @@
 // all floats, evaluated 16 lanes at a time with GCC/Clang vector extensions: calling libm's
 // tanhf per element made GELU a quarter of a training step, and GCC will not vectorize the
 // input clamp as scalar code under the default -ftrapping-math. The loops are compiled for
-// AVX-512, AVX2 and the engine's baseline (x86-64-v2) and the processor's best is chosen on
-// first use (engine/device/cpu_dispatch.h); with -ffp-contract=off every version does the same
-// IEEE operations per element, so all give the same bits.
+// AVX-512, AVX2 and the engine's baseline (x86-64-v2) and the processor's best is chosen at load
+// time (PLX_TARGET_CLONES, topology/target_clones.h, as the collectives' reductions do); with
+// -ffp-contract=off every version does the same IEEE operations per element, so all give the
+// same bits.
 #include "engine/model/layers/gelu.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "engine/device/compute.h"
-#include "engine/device/cpu_dispatch.h"
 #include "engine/device/cpu_threads.h"
 #include "engine/device/cuda_layers.h"
+#include "topology/target_clones.h"
 
 // 64-byte vectors passed between the inline helpers below: GCC notes that their ABI would differ
 // without AVX-512, which does not matter to functions that never leave this file.
@@ -77,8 +78,8 @@ inline void store(float* a, size_t i, size_t n, const Vec& v) {
   }
 }
 
-[[gnu::always_inline]] inline void gelu_forward_body(float* out, const float* inp, size_t begin,
-                                                     size_t end) {
+PLX_TARGET_CLONES void gelu_forward_range(float* out, const float* inp, size_t begin,
+                                          size_t end) {
   for (size_t i = begin; i < end; i += kLanes) {
     const Vec x = load(inp, i, end);
     const Vec u = kGeluScale * (x + kGeluCube * x * x * x);
@@ -87,9 +88,8 @@ inline void store(float* a, size_t i, size_t n, const Vec& v) {
 }
 
 // d/dx = 0.5 (1 + tanh u) + 0.5 x sech^2(u) du/dx, du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
-[[gnu::always_inline]] inline void gelu_backward_body(float* dinp, const float* inp,
-                                                      const float* dout, size_t begin,
-                                                      size_t end) {
+PLX_TARGET_CLONES void gelu_backward_range(float* dinp, const float* inp, const float* dout,
+                                           size_t begin, size_t end) {
   for (size_t i = begin; i < end; i += kLanes) {
     const Vec x = load(inp, i, end);
     const Vec u = kGeluScale * (x + kGeluCube * x * x * x);
@@ -101,26 +101,19 @@ inline void store(float* a, size_t i, size_t n, const Vec& v) {
   }
 }
 
-PLEXUS_CPU_VARIANTS(gelu_forward_range, gelu_forward_body,
-                    (float* out, const float* inp, size_t begin, size_t end),
-                    (out, inp, begin, end))
-PLEXUS_CPU_VARIANTS(gelu_backward_range, gelu_backward_body,
-                    (float* dinp, const float* inp, const float* dout, size_t begin, size_t end),
-                    (dinp, inp, dout, begin, end))
-
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, size_t n) {
   if (on_cuda()) return cuda::gelu_forward(out, inp, n);
   parallel_for((n + kLanes - 1) / kLanes, kGrainVecs, [&](size_t v0, size_t v1) {
-    gelu_forward_range()(out, inp, kLanes * v0, std::min(n, kLanes * v1));
+    gelu_forward_range(out, inp, kLanes * v0, std::min(n, kLanes * v1));
   });
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
   if (on_cuda()) return cuda::gelu_backward(dinp, inp, dout, n);
   parallel_for((n + kLanes - 1) / kLanes, kGrainVecs, [&](size_t v0, size_t v1) {
-    gelu_backward_range()(dinp, inp, dout, kLanes * v0, std::min(n, kLanes * v1));
+    gelu_backward_range(dinp, inp, dout, kLanes * v0, std::min(n, kLanes * v1));
   });
 }
 
