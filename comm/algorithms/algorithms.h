@@ -76,6 +76,20 @@ enum class Collective {
   kCount
 };
 
+// A check that rides a call's first piece through peer memory instead of a step of its own
+// (the argument signatures of comm/core/signature.h, on one host): the algorithm posts `note`
+// with the piece (PeerMemory::post_note) and, once every rank has arrived at it, hands every
+// rank's note (member order, `bytes` apart) to `verdict`; an error there ends the call before
+// anything is written to recvbuf, on every rank alike (each saw the same notes).
+// Set only on communicators of at most kNoteCheckRanks ranks (the notes are read onto the stack).
+constexpr int kNoteCheckRanks = 64;
+struct NoteCheck {
+  const void* note = nullptr;
+  size_t bytes = 0;  // at most PeerMemory::kNoteBytes
+  plx_result_t (*verdict)(const void* notes, int count, void* context) = nullptr;
+  void* context = nullptr;
+};
+
 struct CollArgs {
   Collective collective = Collective::Allreduce;
   const void* sendbuf = nullptr;
@@ -105,6 +119,9 @@ struct CollArgs {
   // allreduce with peer memory.
   SharedBufferRef send_ref{};
   SharedBufferRef recv_ref{};
+  // The check riding the first piece (NoteCheck), set only where the algorithm takes one:
+  // shm_oneshot_allreduce on one piece. NULL: none, or checked before the call.
+  const NoteCheck* check = nullptr;
 };
 
 using AlgorithmFn = plx_result_t (*)(Transport& transport, uint64_t tag_base,
@@ -133,6 +150,12 @@ plx_result_t hierarchical_allreduce(Transport& transport, uint64_t tag_base,
 // shm_allreduce.cpp: every rank reduces its 1/n of each piece straight from its peers' staging
 // buffers, then copies the reduced parts out (peer memory; without it: ring_allreduce).
 plx_result_t shm_allreduce(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// shm_oneshot_allreduce.cpp: every rank stages its whole vector, then reduces every rank's
+// buffer itself: one wait instead of two, for small vectors (peer memory; without it:
+// recursive_doubling_allreduce). Pieces of at most kOneshotPieceBytes (and the slot).
+constexpr size_t kOneshotPieceBytes = size_t{256} << 10;
+plx_result_t shm_oneshot_allreduce(Transport& transport, uint64_t tag_base,
+                                   const CollArgs& args);
 
 // ---- reduce ------------------------------------------------------------------------------
 // binomial_reduce.cpp: binomial tree towards the root, pipelined in chunks for large messages.

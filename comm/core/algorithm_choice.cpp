@@ -19,6 +19,7 @@ AlgorithmFn algorithm_function(AlgorithmId id) {
     case AlgorithmId::AllreduceDoubleBinaryTree: return double_binary_tree_allreduce;
     case AlgorithmId::AllreduceHierarchical: return hierarchical_allreduce;
     case AlgorithmId::AllreduceShm: return shm_allreduce;
+    case AlgorithmId::AllreduceShmOneshot: return shm_oneshot_allreduce;
     case AlgorithmId::ReduceBinomial: return binomial_reduce;
     case AlgorithmId::ReduceRing: return ring_reduce;
     case AlgorithmId::ReduceHierarchical: return hierarchical_reduce;
@@ -52,8 +53,10 @@ AlgorithmFn algorithm_function(AlgorithmId id) {
 plx_result_t choose_algorithm(plx_comm* comm, const CollArgs& args, ChosenAlgorithm* out) {
   // The size the cost model reasons about: the per-rank count of the collective, in bytes.
   const size_t bytes = args.count * datatype_bytes(args.datatype);
+  // The reason is formatted only for the INFO log: a call of a few microseconds cannot pay it.
+  const bool explain = log_level() >= LogLevel::Info;
   const AlgorithmChoice choice = choose(args.collective, bytes, comm->cost_shape, comm->cost,
-                                        comm->chunk_bytes, comm->overrides);
+                                        comm->chunk_bytes, comm->overrides, explain);
   out->id = choice.algorithm;
   out->fn = algorithm_function(choice.algorithm);
   if (!out->fn || algorithm_collective(choice.algorithm) != args.collective) {
@@ -61,7 +64,7 @@ plx_result_t choose_algorithm(plx_comm* comm, const CollArgs& args, ChosenAlgori
                      fmt::format("rank {}: no algorithm for {} ({})", comm->rank,
                                  collective_name(args.collective), choice.reason));
   }
-  log_message(LogLevel::Info, "{}", choice.reason);
+  if (explain) log_message(LogLevel::Info, "{}", choice.reason);
   return PLX_SUCCESS;
 }
 

@@ -92,6 +92,27 @@ bool moves_data(const CollArgs& a) {
          a.count > 0;
 }
 
+// Whether the argument check can ride the call's own first wait (NoteCheck, algorithms.h)
+// instead of a step of its own: the one-shot allreduce of one piece through a segment of every
+// rank, with nothing written before it (a pre-multiplied sum scales into recvbuf first).
+bool check_can_ride(const plx_comm* comm, const CollectiveOp& op, AlgorithmId chosen) {
+  const CollArgs& a = op.args;
+  const PeerMemory* peers = comm->peers.get();
+  return chosen == AlgorithmId::AllreduceShmOneshot && peers != nullptr &&
+         peers->size() == comm->size && comm->size <= kNoteCheckRanks && !op.premul &&
+         a.count > 0 && a.count * datatype_bytes(a.datatype) <= peers->slot_bytes();
+}
+
+struct CheckContext {
+  int rank;
+  const Signature* mine;
+};
+
+plx_result_t judge_notes(const void* notes, int count, void* context) {
+  const auto* c = static_cast<const CheckContext*>(context);
+  return judge_signatures(static_cast<const Signature*>(notes), count, c->rank, describe);
+}
+
 // Pre-multiplied sum: scale this rank's input, then sum. The scaled copy goes into recvbuf when
 // the collective can then run in place there, else into `scratch`.
 plx_result_t apply_premul(plx_comm* comm, CollectiveOp& op,
@@ -119,7 +140,8 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
     Signature refused;
     refused.collective = static_cast<uint8_t>(a.collective);
     refused.flags = kSignatureRefused;
-    PLX_CHECK(compare_signatures(*comm->transport, op.tag_base, refused, describe));
+    PLX_CHECK(compare_signatures(*comm->transport, op.tag_base, refused, describe,
+                                 comm->peers.get()));
     // Every rank refused it: the call failed on each already; a group holding it fails too.
     return set_error(PLX_ERROR_INVALID_ARGUMENT,
                      fmt::format("rank {}: every rank refused the arguments of its {} in this "
@@ -133,11 +155,18 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
-  comm->last_algorithm =
-      fmt::format("{}:{}", collective_name(a.collective), algorithm_name(chosen.id));
+  comm->last_algorithm = qualified_algorithm_name(chosen.id);
+  const Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
+  NoteCheck riding;
+  CheckContext context{comm->rank, &signature};
   if (comm->check_args && comm->size > 1) {
-    PLX_CHECK(compare_signatures(*comm->transport, op.tag_base,
-                                 signature_of(op, static_cast<uint8_t>(chosen.id)), describe));
+    if (check_can_ride(comm, op, chosen.id)) {
+      riding = {&signature, sizeof(signature), judge_notes, &context};
+      a.check = &riding;
+    } else {
+      PLX_CHECK(compare_signatures(*comm->transport, op.tag_base, signature, describe,
+                                   comm->peers.get()));
+    }
   }
   if (!moves_data(a)) return PLX_SUCCESS;
   std::unique_ptr<unsigned char[]> scratch;
@@ -227,11 +256,22 @@ void run_task(plx_comm* comm, Task& task) {
       ++posted;
     }
     bool agreed_failure = false;  // see below
+    // While the group's sends and receives are in flight, a wait through peer memory keeps
+    // polling the transport: libfabric's shm provider moves a message only while its receiver
+    // polls, and that receiver may be waiting in a peer-memory collective of the same group.
+    const IdleWork poll = [comm]() -> plx_result_t {
+      comm->transport->poll_once();
+      return PLX_SUCCESS;
+    };
+    PeerMemory* const peers = comm->peers.get();
+    const bool poll_in_waits = peers != nullptr && posted > 0 && !task.collectives.empty();
+    if (poll_in_waits) peers->set_background_work(&poll);
     for (size_t i = 0; result == PLX_SUCCESS && i < task.collectives.size(); ++i) {
       result = run_collective(comm, task.collectives[i]);
       agreed_failure = result == PLX_ERROR_MISMATCH ||
                        (task.collectives[i].refused && result == PLX_ERROR_INVALID_ARGUMENT);
     }
+    if (poll_in_waits) peers->set_background_work(nullptr);
     if (result == PLX_SUCCESS && posted > 0 && task.may_park) {
       // Posted: the executor drives it from now on (task.h), and goes on with later tasks.
       auto parked = std::make_shared<ParkedRequests>();

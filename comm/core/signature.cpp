@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <vector>
 
 #include "comm/algorithms/pipeline.h"
 #include "comm/base/error.h"
@@ -20,6 +21,8 @@ struct Extremes {
   int32_t max_rank = 0;
 };
 
+constexpr int kMaxNoteRanks = 64;  // on the stack; more in a vector
+
 int compare(const Signature& a, const Signature& b) { return std::memcmp(&a, &b, sizeof(a)); }
 
 void combine(Extremes& mine, const Extremes& theirs) {
@@ -35,15 +38,56 @@ void combine(Extremes& mine, const Extremes& theirs) {
   }
 }
 
+// PLX_SUCCESS when every signature was equal, else PLX_ERROR_MISMATCH naming both sides.
+plx_result_t verdict(const Extremes& state, int r, DescribeSignature describe) {
+  if (compare(state.min, state.max) == 0) return PLX_SUCCESS;
+  const Extremes& e = state;
+  const int first = e.min_rank < e.max_rank ? e.min_rank : e.max_rank;
+  const Signature& first_sig = e.min_rank < e.max_rank ? e.min : e.max;
+  const int second = e.min_rank < e.max_rank ? e.max_rank : e.min_rank;
+  const Signature& second_sig = e.min_rank < e.max_rank ? e.max : e.min;
+  return set_error(PLX_ERROR_MISMATCH,
+                   fmt::format("rank {}: mismatched collective calls: rank {} called {} but rank "
+                               "{} called {}",
+                               r, first, describe(first_sig), second, describe(second_sig)));
+}
+
+// Every rank's signature, all[i] rank i's, combined in rank order.
+Extremes extremes_of(const Signature* all, int n) {
+  Extremes state;
+  state.min = state.max = all[0];
+  for (int i = 1; i < n; ++i) {
+    Extremes one;
+    one.min = one.max = all[i];
+    one.min_rank = one.max_rank = i;
+    combine(state, one);
+  }
+  return state;
+}
+
 }  // namespace
 
 plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const Signature& mine,
-                                DescribeSignature describe) {
+                                DescribeSignature describe, PeerMemory* peers) {
   const int n = transport.size();
   const int r = transport.rank();
   Extremes state;
   state.min = state.max = mine;
   state.min_rank = state.max_rank = r;
+  if (peers != nullptr && peers->size() == n && n > 1) {
+    // The segment of a one-host communicator: its member i is rank i (PeerMemory::open).
+    Signature few[kMaxNoteRanks];
+    std::vector<Signature> many;
+    Signature* all = few;
+    if (n > kMaxNoteRanks) {
+      many.resize(static_cast<size_t>(n));
+      all = many.data();
+    }
+    // No op prefix: the C ABI's names the call, as for the messages' failures below.
+    PLX_CHECK(peers->exchange_notes(&mine, sizeof(mine), all, "",
+                                    "arrive at the argument check of piece"));
+    return judge_signatures(all, n, r, describe);
+  }
   uint64_t round = 0;
   for (int distance = 1; distance < n; distance *= 2, ++round) {
     Extremes outgoing = state;
@@ -55,16 +99,11 @@ plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const S
     PLX_CHECK(pipe.finish());
     combine(state, incoming);
   }
-  if (compare(state.min, state.max) == 0) return PLX_SUCCESS;
-  const Extremes& e = state;
-  const int first = e.min_rank < e.max_rank ? e.min_rank : e.max_rank;
-  const Signature& first_sig = e.min_rank < e.max_rank ? e.min : e.max;
-  const int second = e.min_rank < e.max_rank ? e.max_rank : e.min_rank;
-  const Signature& second_sig = e.min_rank < e.max_rank ? e.max : e.min;
-  return set_error(PLX_ERROR_MISMATCH,
-                   fmt::format("rank {}: mismatched collective calls: rank {} called {} but rank "
-                               "{} called {}",
-                               r, first, describe(first_sig), second, describe(second_sig)));
+  return verdict(state, r, describe);
+}
+
+plx_result_t judge_signatures(const Signature* all, int n, int rank, DescribeSignature describe) {
+  return verdict(extremes_of(all, n), rank, describe);
 }
 
 }  // namespace plexus::comm

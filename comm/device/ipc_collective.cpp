@@ -299,7 +299,7 @@ plx_result_t run_ipc_collective(const char* fn, plx_comm* comm, cudaStream_t str
   return submit_body(comm, [&]() -> plx_result_t {
     PLX_CUDA(cudaSetDevice(device), "cudaSetDevice on the thread running the call");
     if (comm->check_args) {
-      PLX_CHECK(compare_signatures(*comm->transport, tag_base, mine, describe));
+      PLX_CHECK(compare_signatures(*comm->transport, tag_base, mine, describe, comm->peers.get()));
     }
     if (state.ipc == IpcState::Unset) {
       state.slot_bytes = ipc_slot_bytes(comm);

@@ -17,6 +17,7 @@ constexpr AlgorithmInfo kAlgorithms[] = {
   {A::AllreduceDoubleBinaryTree,     C::Allreduce,     "double_binary_tree"},
   {A::AllreduceHierarchical,         C::Allreduce,     "hierarchical"},
   {A::AllreduceShm,                  C::Allreduce,     "shm"},
+  {A::AllreduceShmOneshot,           C::Allreduce,     "shm_oneshot"},
   {A::ReduceBinomial,                C::Reduce,        "binomial"},
   {A::ReduceRing,                    C::Reduce,        "ring"},
   {A::ReduceHierarchical,            C::Reduce,        "hierarchical"},
@@ -77,6 +78,18 @@ std::span<const AlgorithmInfo> algorithms_of(Collective collective) {
 const AlgorithmInfo& algorithm_info(AlgorithmId id) { return kAlgorithms[static_cast<size_t>(id)]; }
 
 std::string_view algorithm_name(AlgorithmId id) { return algorithm_info(id).name; }
+
+const std::string& qualified_algorithm_name(AlgorithmId id) {
+  static const auto* const kNames = [] {
+    auto* names = new std::string[kAlgorithmCount];
+    for (size_t i = 0; i < kAlgorithmCount; ++i) {
+      names[i] = std::string(collective_name(kAlgorithms[i].collective)) + ":" +
+                 std::string(kAlgorithms[i].name);
+    }
+    return names;
+  }();
+  return kNames[static_cast<size_t>(id)];
+}
 
 Collective algorithm_collective(AlgorithmId id) { return algorithm_info(id).collective; }
 

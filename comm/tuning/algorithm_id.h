@@ -7,7 +7,7 @@
 //
 //   collective       algorithms
 //   allreduce        ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical,
-//                    shm
+//                    shm, shm_oneshot
 //   reduce           binomial, ring, hierarchical, shm
 //   broadcast        binomial, chain, scatter_allgather, hierarchical, shm
 //   reduce_scatter   ring, recursive_halving, hierarchical, shm
@@ -41,6 +41,7 @@ enum class AlgorithmId {
   AllreduceDoubleBinaryTree,
   AllreduceHierarchical,
   AllreduceShm,
+  AllreduceShmOneshot,
   ReduceBinomial,
   ReduceRing,
   ReduceHierarchical,
@@ -87,6 +88,9 @@ std::span<const AlgorithmInfo> algorithms_of(Collective collective);
 // The entry of `id` (id must be below kCount).
 const AlgorithmInfo& algorithm_info(AlgorithmId id);
 std::string_view algorithm_name(AlgorithmId id);
+// "allreduce:ring": the collective's name, a colon, the algorithm's (plx_comm_last_algorithm),
+// made once per process so a call pays no formatting for it.
+const std::string& qualified_algorithm_name(AlgorithmId id);
 Collective algorithm_collective(AlgorithmId id);
 
 // "allreduce", "reduce_scatter", ...; "?" for an out-of-range value.

@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -368,6 +369,7 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
       return hierarchical_seconds(algorithm, x, shape, two, chunk_bytes);
     }
     case AlgorithmId::AllreduceShm:
+    case AlgorithmId::AllreduceShmOneshot:
     case AlgorithmId::ReduceShm:
     case AlgorithmId::BroadcastShm:
     case AlgorithmId::ReduceScatterShm:
@@ -412,21 +414,26 @@ AlgorithmChoice choose(Collective collective, size_t bytes, int nranks, const Co
 
 AlgorithmChoice choose(Collective collective, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes,
-                       const AlgoOverrides& overrides) {
+                       const AlgoOverrides& overrides, bool explain) {
   AlgorithmChoice choice;
   const auto candidates = algorithms_of(collective);
-  std::string head = fmt::format("{} {} B x {} ranks", collective_name(collective), bytes,
-                                 shape.nranks);
-  if (shape.multi_host()) head += fmt::format(" on {} hosts", shape.hosts);
+  const auto head = [&] {
+    std::string text = fmt::format("{} {} B x {} ranks", collective_name(collective), bytes,
+                                   shape.nranks);
+    if (shape.multi_host()) text += fmt::format(" on {} hosts", shape.hosts);
+    return text;
+  };
   if (candidates.empty()) {
-    choice.reason = head + ": unknown collective";
+    choice.reason = head() + ": unknown collective";
     return choice;
   }
   if (const auto forced = overrides.get(collective)) {
     choice.algorithm = *forced;
     choice.predicted_s = predict_seconds(*forced, bytes, shape, params, chunk_bytes);
-    choice.reason = fmt::format("{}: {} ({}): forced by {}", head, algorithm_name(*forced),
-                                format_seconds(choice.predicted_s), overrides.source);
+    if (explain) {
+      choice.reason = fmt::format("{}: {} ({}): forced by {}", head(), algorithm_name(*forced),
+                                  format_seconds(choice.predicted_s), overrides.source);
+    }
     return choice;
   }
   // Predictions in table order; the first strictly faster (beyond 1e-9 relative) one wins.
@@ -434,20 +441,22 @@ AlgorithmChoice choose(Collective collective, size_t bytes, const CostShape& sha
     AlgorithmId id;
     double seconds;
   };
-  std::vector<Prediction> predictions;
+  std::array<Prediction, kAlgorithmCount> predictions{};
+  size_t count = 0;
   for (const AlgorithmInfo& info : candidates) {
-    predictions.push_back({info.id, predict_seconds(info.id, bytes, shape, params, chunk_bytes)});
+    predictions[count++] = {info.id, predict_seconds(info.id, bytes, shape, params, chunk_bytes)};
   }
   size_t best = 0;
-  for (size_t i = 1; i < predictions.size(); ++i) {
+  for (size_t i = 1; i < count; ++i) {
     if (predictions[i].seconds < predictions[best].seconds * (1 - 1e-9)) best = i;
   }
   choice.algorithm = predictions[best].id;
   choice.predicted_s = predictions[best].seconds;
+  if (!explain) return choice;
 
   std::string others;
   std::vector<Prediction> rest;
-  for (size_t i = 0; i < predictions.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     if (i != best) rest.push_back(predictions[i]);
   }
   std::stable_sort(rest.begin(), rest.end(),
@@ -457,7 +466,7 @@ AlgorithmChoice choose(Collective collective, size_t bytes, const CostShape& sha
                           algorithm_name(other.id), format_seconds(other.seconds));
   }
   if (rest.empty()) others = ", the only algorithm";
-  choice.reason = fmt::format("{}: {} ({}){}; {}", head, algorithm_name(choice.algorithm),
+  choice.reason = fmt::format("{}: {} ({}){}; {}", head(), algorithm_name(choice.algorithm),
                               format_seconds(choice.predicted_s), others,
                               format_cost_params(params));
   return choice;

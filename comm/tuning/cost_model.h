@@ -74,9 +74,11 @@ struct AlgorithmChoice {
 // `collective` must be a valid Collective (not kCount); one rank predicts 0 for every
 // algorithm (the first is chosen). Pure function: thread safe, no allocation beyond the reason.
 // On a multi-host shape the reason's head says so: "allreduce 4096 B x 4 ranks on 2 hosts".
+// explain false: the reason stays empty, and nothing is formatted or allocated (a collective's
+// every call chooses; the reason is for the INFO log and the tools).
 AlgorithmChoice choose(Collective collective, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes,
-                       const AlgoOverrides& overrides = AlgoOverrides{});
+                       const AlgoOverrides& overrides = AlgoOverrides{}, bool explain = true);
 // The same on `nranks` ranks of one host.
 AlgorithmChoice choose(Collective collective, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes, const AlgoOverrides& overrides = AlgoOverrides{});

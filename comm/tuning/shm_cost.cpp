@@ -1,6 +1,8 @@
 // shm_cost.cpp - see shm_cost.h.
 #include "comm/tuning/shm_cost.h"
 
+#include <algorithm>
+
 #include "comm/tuning/cost_terms.h"
 
 namespace plexus::comm {
@@ -15,6 +17,10 @@ double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha
     case AlgorithmId::ReduceShm: {
       const double k = slices(bytes, slot);
       return 2 * k * a + (c * (p - 1) / p + c + (p - 1) / p) * bytes * g;
+    }
+    case AlgorithmId::AllreduceShmOneshot: {
+      const double k = slices(bytes, std::min(slot, kOneshotPieceBytes));
+      return k * a + (c + (p - 1)) * bytes * g;
     }
     case AlgorithmId::ReduceScatterShm: {
       const double k = slices(p * bytes, slot);
@@ -35,6 +41,7 @@ double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha
 AlgorithmId shm_fallback(AlgorithmId algorithm) {
   switch (algorithm) {
     case AlgorithmId::AllreduceShm: return AlgorithmId::AllreduceRing;
+    case AlgorithmId::AllreduceShmOneshot: return AlgorithmId::AllreduceRecursiveDoubling;
     case AlgorithmId::ReduceShm: return AlgorithmId::ReduceRing;
     case AlgorithmId::BroadcastShm: return AlgorithmId::BroadcastScatterAllgather;
     case AlgorithmId::ReduceScatterShm: return AlgorithmId::ReduceScatterRing;

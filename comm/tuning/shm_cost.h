@@ -3,14 +3,18 @@
 // They send no messages: per piece of at most chunk_bytes (the slot) a rank copies into its own
 // staging buffer, waits on its peers' counters, then reduces or copies out of their buffers. The
 // model charges each wait one alpha (a futex hand-off costs about what a message's latency on
-// the same host does) and each byte moved by a copy kCopyGamma * gamma (a copy streams two
+// the same host does: both are a ping-pong of cache lines, or of context switches when the ranks
+// outnumber the cores; a wait through the segment, measured alone, is cheaper than alpha with
+// the ranks in step and dearer when they are not, so alpha is kept for both) and each byte moved by a copy kCopyGamma * gamma (a copy streams two
 // bytes per byte, a reduction three: gamma is the measured reduction cost per byte), each byte
 // reduced gamma. With p ranks, m the vector, blk one rank's block, k the pieces:
 //
 //   allreduce        2k a + (2/3 (p-1)/p + 2/3 + (p-1)/p) m g
 //                                                        copy in the peers' parts, reduce 1/p
 //                                                        from p-1, copy out
-//   reduce           the same (the root's share)
+//   allreduce, one-shot  k a + (2/3 + (p-1)) m g     copy in all of it, reduce p buffers
+//                                                    (pieces of at most kOneshotPieceBytes)
+//   reduce           the same as allreduce (the root's share)
 //   reduce_scatter   k a + (2/3 p + (p-1)) blk g         stage p blocks' pieces, reduce one
 //   allgather        k a + 2/3 p blk g                   stage one block, copy p-1 out
 //   broadcast        k a + 2/3 (m + m/k) g               the root stages, the others copy out,

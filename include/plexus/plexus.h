@@ -366,8 +366,11 @@ plx_result_t plx_comm_get_async_error(plx_comm_t comm, plx_result_t* async_error
  * each block across hosts along its lane, ring allgather inside each host; uneven hosts work;
  * chosen when the communicator spans hosts and the network is the bottleneck) and shm (ranks on
  * one host: each rank reduces its 1/n of the buffer straight from its peers' slots of a shared
- * segment, then copies the others' results; docs/algorithms.md) and, for device buffers on one
- * host, cuda_ipc (the same steps on device slots mapped with CUDA IPC; docs/gpu.md).
+ * segment, then copies the others' results; docs/algorithms.md) and shm_oneshot (one host,
+ * small counts: every rank stages all of its buffer and reduces every rank's slot itself, in
+ * rank order, with one wait where shm needs two: the "one-shot" allreduce of TensorRT-LLM's
+ * and PyTorch's symmetric-memory all-reduce) and, for device buffers on one host, cuda_ipc (the
+ * same steps as shm on device slots mapped with CUDA IPC; docs/gpu.md).
  */
 plx_result_t plx_allreduce(const void* sendbuf, void* recvbuf, size_t count,
                            plx_datatype_t datatype, plx_red_op_t op, plx_comm_t comm,

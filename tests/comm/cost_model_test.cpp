@@ -282,6 +282,7 @@ TEST(AlgoOverrideTest, ErrorsNameTheTokenAndTheValidChoices) {
       {"broadcast:binomial, allreduce:bruck",
        {"item 'allreduce:bruck'", "'bruck' is not an algorithm of allreduce",
         "valid: ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical, shm, "
+        "shm_oneshot, "
         "auto"}},
       {"alltoall:ring", {"valid: pairwise, bruck, auto"}},
       {"allreduce:ring,allreduce:rabenseifner", {"allreduce is already set to ring"}},

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,12 @@ plx_result_t exchange(Transport& transport, bool send, int peer, uint64_t tag, v
 uint64_t pid_namespace() {
   struct stat info {};
   return ::stat("/proc/self/ns/pid", &info) == 0 ? static_cast<uint64_t>(info.st_ino) : 0;
+}
+
+// "allreduce:shm: rank 3", or "rank 3" for an empty op (the caller's own prefix names it).
+std::string who(const char* op, int rank) {
+  return op != nullptr && *op != '\0' ? fmt::format("{}: rank {}", op, rank)
+                                       : fmt::format("rank {}", rank);
 }
 
 inline void cpu_relax() {
@@ -149,9 +156,8 @@ plx_result_t PeerMemory::open(Transport& transport, uint64_t tag_base, std::vect
 
 plx_result_t PeerMemory::usable(const char* op) const {
   if (failed_ == PLX_SUCCESS) return PLX_SUCCESS;
-  return set_error(failed_, fmt::format("{}: rank {}: peer memory unusable after an earlier "
-                                        "failure: {}",
-                                        op, member_rank(rank_), failure_));
+  return set_error(failed_, fmt::format("{}: peer memory unusable after an earlier failure: {}",
+                                        who(op, member_rank(rank_)), failure_));
 }
 
 plx_result_t PeerMemory::fail(plx_result_t code, std::string message) {
@@ -160,11 +166,12 @@ plx_result_t PeerMemory::fail(plx_result_t code, std::string message) {
   return set_error(code, std::move(message));
 }
 
-plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target, const char* op,
-                                   const IdleWork* idle) {
+plx_result_t PeerMemory::wait_word(int peer, FutexWord RankWords::*member, uint32_t target,
+                                   const char* op, const char* what, const IdleWork* idle) {
   PLX_CHECK(usable(op));
+  if (idle == nullptr) idle = background_;
   RankWords& words = segment_.words(peer);
-  FutexWord& word = arrived_word ? words.arrived : words.reduced;
+  FutexWord& word = words.*member;
   for (int i = 0; i < kSpins; ++i) {
     if (reached(word.value.load(std::memory_order_acquire), target)) return PLX_SUCCESS;
     cpu_relax();
@@ -176,7 +183,6 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
   const auto start = Clock::now();
   auto next_pid_check = start + kPidCheckEvery;
   const auto deadline = start + std::chrono::milliseconds(timeout_ms_);
-  const char* what = arrived_word ? "stage" : "reduce";
   const int me = member_rank(rank_), them = member_rank(peer);
   const int sleep_us = idle ? kIdleSleepUs : kSleepUs;
   while (true) {
@@ -193,12 +199,12 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
     const auto now = Clock::now();
     if (async_ && async_->aborted()) {
       return fail(PLX_ERROR_ABORTED,
-                  fmt::format("{}: rank {}: aborted while waiting for peer rank {} to {} piece {}",
-                              op, me, them, what, target - 1));
+                  fmt::format("{}: aborted while waiting for peer rank {} to {} {}",
+                              who(op, me), them, what, target - 1));
     }
     if (async_ && async_->error() != PLX_SUCCESS) {
-      return fail(PLX_ERROR_REMOTE, fmt::format("{}: rank {}: waiting for peer rank {}: {}", op,
-                                                me, them, async_->message()));
+      return fail(PLX_ERROR_REMOTE, fmt::format("{}: waiting for peer rank {}: {}", who(op, me),
+                                                them, async_->message()));
     }
     if (now >= next_pid_check) {
       next_pid_check = now + kPidCheckEvery;
@@ -206,16 +212,16 @@ plx_result_t PeerMemory::wait_word(int peer, bool arrived_word, uint32_t target,
       const bool comparable = pid > 0 && words.pid_namespace == pid_namespace();
       if (comparable && ::kill(pid, 0) != 0 && errno == ESRCH) {
         return fail(PLX_ERROR_REMOTE,
-                    fmt::format("{}: rank {}: peer rank {} lost (pid {} exited while this rank "
-                                "waited for it to {} piece {})",
-                                op, me, them, pid, what, target - 1));
+                    fmt::format("{}: peer rank {} lost (pid {} exited while this rank "
+                                "waited for it to {} {})",
+                                who(op, me), them, pid, what, target - 1));
       }
     }
     if (now >= deadline) {
       return fail(PLX_ERROR_TIMEOUT,
-                  fmt::format("{}: rank {}: peer rank {} did not {} piece {} within "
+                  fmt::format("{}: peer rank {} did not {} {} within "
                               "PLEXUS_TIMEOUT_MS={}",
-                              op, me, them, what, target - 1, timeout_ms_));
+                              who(op, me), them, what, target - 1, timeout_ms_));
     }
   }
 }
@@ -227,11 +233,11 @@ pid_t PeerMemory::peer_pid(int peer) const {
 
 plx_result_t PeerMemory::wait_arrived(int peer, uint32_t piece, const char* op,
                                       const IdleWork* idle) {
-  return wait_word(peer, true, piece + 1, op, idle);
+  return wait_word(peer, &RankWords::arrived, piece + 1, op, "stage piece", idle);
 }
 
 plx_result_t PeerMemory::wait_reduced(int peer, uint32_t piece, const char* op) {
-  return wait_word(peer, false, piece + 1, op, nullptr);
+  return wait_word(peer, &RankWords::reduced, piece + 1, op, "reduce piece", nullptr);
 }
 
 plx_result_t PeerMemory::wait_all_arrived(uint32_t piece, const char* op, const IdleWork* idle) {
@@ -253,6 +259,34 @@ plx_result_t PeerMemory::wait_all_reduced(uint32_t piece, const char* op) {
 plx_result_t PeerMemory::wait_writable(uint32_t piece, const char* op, const IdleWork* idle) {
   // Piece 0: every `arrived` starts at 0, so wait_all_arrived(2^32 - 1) (target 0) returns.
   return wait_all_arrived(piece - 1, op, idle);
+}
+
+void PeerMemory::read_notes(uint32_t piece, size_t bytes, void* all) const {
+  auto* out = static_cast<unsigned char*>(all);
+  for (int member = 0; member < size_; ++member) {
+    std::memcpy(out + static_cast<size_t>(member) * bytes, segment_.words(member).notes[piece % 2],
+                bytes);
+  }
+}
+
+plx_result_t PeerMemory::exchange_notes(const void* note, size_t bytes, void* all,
+                                        const char* op, const char* what) {
+  PLX_CHECK(usable(op));
+  if (bytes > kNoteBytes) {
+    return set_error(PLX_ERROR_INTERNAL, fmt::format("{}: a note of {} bytes (at most {})",
+                                                     who(op, member_rank(rank_)), bytes,
+                                                     kNoteBytes));
+  }
+  const uint32_t g = next_pieces(1);
+  PLX_CHECK(wait_writable(g, op));
+  post_note(g, note, bytes);
+  arrive(g);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) PLX_CHECK(wait_word(peer, &RankWords::arrived, g + 1, op, what, nullptr));
+  }
+  all_arrived_ = g + 1;
+  read_notes(g, bytes, all);
+  return PLX_SUCCESS;
 }
 
 }  // namespace plexus::comm

@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -83,6 +84,12 @@ class PeerMemory {
     return first;
   }
 
+  // Work every wait runs between its sleeps when its caller passes none (NULL: none), until
+  // reset: a group's sends and receives posted on the transport before its collectives, which
+  // a provider such as libfabric's shm moves only while the receiver polls it (run_task.cpp).
+  // Not owned; the caller keeps it alive while set.
+  void set_background_work(const IdleWork* work) { background_ = work; }
+
   // PLX_SUCCESS, or the error of an earlier failed wait (the counters no longer agree).
   plx_result_t usable(const char* op) const;
 
@@ -102,6 +109,28 @@ class PeerMemory {
   plx_result_t wait_all_arrived(uint32_t piece, const char* op, const IdleWork* idle = nullptr);
   plx_result_t wait_all_reduced(uint32_t piece, const char* op);
 
+  // Notes: a small record (at most kNoteBytes) a member posts with a piece and every member
+  // reads, with no wait and no message of its own; the collectives compare their argument
+  // signatures this way (comm/core/signature.h). post_note(g) before arrive(g) writes buffer
+  // g % 2 of this member's notes; a peer reads it (read_notes) once it has seen this member
+  // arrive at g and before it arrives at g + 1 itself. The buffer is written again at piece
+  // g + 2, after wait_writable(g + 2), i.e. after every peer arrived at g + 1: two suffice.
+  static constexpr size_t kNoteBytes = kSegmentNoteBytes;
+  void post_note(uint32_t piece, const void* note, size_t bytes) {
+    std::memcpy(segment_.words(rank_).notes[piece % 2], note, bytes);
+  }
+  // Copies member i's note of `piece` to all + i * bytes, for every member.
+  void read_notes(uint32_t piece, size_t bytes, void* all) const;
+  // A piece that carries notes and nothing else: reserves it, waits until it is writable,
+  // posts `note`, arrives, waits until every member has arrived, and reads every note into
+  // `all` (size() * bytes). Every member must call it alike, in the same order relative to the
+  // other pieces' calls. Errors as the waits': PLX_ERROR_ABORTED, PLX_ERROR_REMOTE (a peer
+  // lost), PLX_ERROR_TIMEOUT (a peer did not come within PLEXUS_TIMEOUT_MS), each naming `op`,
+  // this rank, the peer and "<what> <piece>" (an empty op: no prefix before "rank R");
+  // PLX_ERROR_INTERNAL for a note over kNoteBytes.
+  plx_result_t exchange_notes(const void* note, size_t bytes, void* all, const char* op,
+                              const char* what);
+
   // Member `peer`'s process id as this process can use it (/proc/<pid>), or 0 when it runs in
   // another pid namespace (then its plx_mem_alloc buffers cannot be mapped from here).
   pid_t peer_pid(int peer) const;
@@ -119,8 +148,10 @@ class PeerMemory {
  private:
   PeerMemory(std::vector<int> members, int rank, int timeout_ms,
              std::shared_ptr<AsyncState> async);
-  plx_result_t wait_word(int peer, bool arrived_word, uint32_t target, const char* op,
-                         const IdleWork* idle);
+  // Waits until `peer`'s `word` reaches target; `what` ("stage piece") and target - 1 name
+  // the awaited step in failure messages.
+  plx_result_t wait_word(int peer, FutexWord RankWords::*word, uint32_t target, const char* op,
+                         const char* what, const IdleWork* idle);
   plx_result_t fail(plx_result_t code, std::string message);
 
   SegmentMapping segment_;
@@ -131,6 +162,7 @@ class PeerMemory {
   size_t slot_bytes_ = 0;
   int timeout_ms_ = 300000;
   std::shared_ptr<AsyncState> async_;
+  const IdleWork* background_ = nullptr;
   uint32_t next_piece_ = 0;
   uint32_t all_arrived_ = 0;  // every peer's `arrived` is known to be at least this
   plx_result_t failed_ = PLX_SUCCESS;

@@ -9,10 +9,11 @@
 //   +--------+-----------------------+-----------------------------------------------------+
 //   | header | words of rank 0..n-1  | slots: rank 0 buffer 0, rank 0 buffer 1, rank 1 ... |
 //   +--------+-----------------------+-----------------------------------------------------+
-//     64 B     n x 192 B (3 lines)     2 n x slot_bytes, page aligned
+//     64 B     n x 256 B (4 lines)     2 n x slot_bytes, page aligned
 //
-// A rank's words: `arrived` and `reduced` (FutexWord, futex_word.h) and its pid (with its pid
-// namespace, since containers on one host may share /dev/shm). Every rank
+// A rank's words: `arrived` and `reduced` (FutexWord, futex_word.h), its pid (with its pid
+// namespace, since containers on one host may share /dev/shm), and the notes of its pieces
+// (PeerMemory::post_note, peer_memory.h; piece g's in notes[g % 2]). Every rank
 // writes only its own words and slots; peers read them. Pages are zero when created and are
 // first touched by their writer, so each slot lands on its writer's NUMA node under Linux's
 // default first-touch policy.
@@ -37,13 +38,16 @@ struct SegmentHeader {
 };
 static_assert(sizeof(SegmentHeader) == 64);
 
+constexpr size_t kSegmentNoteBytes = 32;  // one piece's note (PeerMemory::post_note)
+
 struct RankWords {
   FutexWord arrived;  // pieces this rank has staged (see peer_memory.h)
   FutexWord reduced;  // pieces whose part this rank has reduced
   alignas(64) int32_t pid = 0;
   uint64_t pid_namespace = 0;  // inode of /proc/self/ns/pid: pids compare only within one
+  alignas(64) unsigned char notes[2][kSegmentNoteBytes] = {};  // piece g's in notes[g % 2]
 };
-static_assert(sizeof(RankWords) == 192);
+static_assert(sizeof(RankWords) == 256);
 
 constexpr uint64_t kSegmentMagic = 0x706c78706565726dULL;  // "plxpeerm"
 
