@@ -26,7 +26,10 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace plexus::comm {
@@ -43,22 +46,26 @@ plx_result_t shm_oneshot_allreduce(Transport& transport, uint64_t tag_base,
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   const char* name = "allreduce:shm_oneshot";
+  const NoteCheck* const check = args.check;
+  if (check && (run.size() != 1 || n > kNoteCheckRanks || check->bytes > PeerMemory::kNoteBytes)) {
+    // run_task.cpp's check_can_ride rules these out; nothing is posted or reserved past them.
+    return set_error(PLX_ERROR_INTERNAL,
+                     fmt::format("{}: rank {}: an argument check over {} pieces, {} ranks, {} "
+                                 "bytes cannot ride",
+                                 name, peers.member_rank(r), run.size(), n, check->bytes));
+  }
   for (size_t k = 0; k < run.size(); ++k) {
     const auto [g, off, len] = run[k];
     // 1. stage
     PLX_CHECK(peers.wait_writable(g, name));
     std::memcpy(peers.slot(r, g), in + off * elem, len * elem);
-    const NoteCheck* check = k == 0 ? args.check : nullptr;
     if (check) peers.post_note(g, check->note, check->bytes);
     peers.arrive(g);
     // 2. reduce every buffer, in rank order
     PLX_CHECK(peers.wait_all_arrived(g, name));
     if (check) {
-      unsigned char notes[kNoteCheckRanks * PeerMemory::kNoteBytes];
-      if (n > kNoteCheckRanks || check->bytes > PeerMemory::kNoteBytes) {
-        return set_error(PLX_ERROR_INTERNAL, "allreduce:shm_oneshot: a check it cannot carry");
-      }
-      peers.read_notes(g, check->bytes, notes);
+      alignas(std::max_align_t) unsigned char notes[kNoteCheckRanks * PeerMemory::kNoteBytes];
+      PLX_CHECK(peers.read_notes(g, check->bytes, notes, name));
       PLX_CHECK(check->verdict(notes, n, check->context));
     }
     unsigned char* dst = out + off * elem;

@@ -60,9 +60,11 @@ plx_result_t choose_algorithm(plx_comm* comm, const CollArgs& args, ChosenAlgori
   out->id = choice.algorithm;
   out->fn = algorithm_function(choice.algorithm);
   if (!out->fn || algorithm_collective(choice.algorithm) != args.collective) {
+    const AlgorithmChoice explained = choose(args.collective, bytes, comm->cost_shape,
+                                             comm->cost, comm->chunk_bytes, comm->overrides);
     return set_error(PLX_ERROR_INTERNAL,
                      fmt::format("rank {}: no algorithm for {} ({})", comm->rank,
-                                 collective_name(args.collective), choice.reason));
+                                 collective_name(args.collective), explained.reason));
   }
   if (explain) log_message(LogLevel::Info, "{}", choice.reason);
   return PLX_SUCCESS;

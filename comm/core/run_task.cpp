@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -95,17 +96,19 @@ bool moves_data(const CollArgs& a) {
 // Whether the argument check can ride the call's own first wait (NoteCheck, algorithms.h)
 // instead of a step of its own: the one-shot allreduce of one piece through a segment of every
 // rank, with nothing written before it (a pre-multiplied sum scales into recvbuf first).
+// Its one piece only: a mismatch must leave every rank one piece on, whatever the others ran.
 bool check_can_ride(const plx_comm* comm, const CollectiveOp& op, AlgorithmId chosen) {
+  static_assert(sizeof(Signature) <= PeerMemory::kNoteBytes, "a signature fits a note");
   const CollArgs& a = op.args;
   const PeerMemory* peers = comm->peers.get();
   return chosen == AlgorithmId::AllreduceShmOneshot && peers != nullptr &&
          peers->size() == comm->size && comm->size <= kNoteCheckRanks && !op.premul &&
-         a.count > 0 && a.count * datatype_bytes(a.datatype) <= peers->slot_bytes();
+         a.count > 0 &&
+         a.count * datatype_bytes(a.datatype) <= std::min(peers->slot_bytes(), kOneshotPieceBytes);
 }
 
 struct CheckContext {
   int rank;
-  const Signature* mine;
 };
 
 plx_result_t judge_notes(const void* notes, int count, void* context) {
@@ -157,13 +160,12 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
   const Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
-  NoteCheck riding;
-  CheckContext context{comm->rank, &signature};
+  CheckContext context{comm->rank};
+  const NoteCheck riding{&signature, sizeof(signature), judge_notes, &context};
+  bool rides = false;
   if (comm->check_args && comm->size > 1) {
-    if (check_can_ride(comm, op, chosen.id)) {
-      riding = {&signature, sizeof(signature), judge_notes, &context};
-      a.check = &riding;
-    } else {
+    rides = check_can_ride(comm, op, chosen.id);
+    if (!rides) {
       PLX_CHECK(compare_signatures(*comm->transport, op.tag_base, signature, describe,
                                    comm->peers.get()));
     }
@@ -177,7 +179,10 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
     a.send_ref = comm->registrations.buffer_ref(a.sendbuf, bytes);
     a.recv_ref = comm->registrations.buffer_ref(a.recvbuf, bytes);
   }
-  PLX_CHECK(chosen.fn(*comm->transport, op.tag_base, a));
+  a.check = rides ? &riding : nullptr;
+  const plx_result_t ran = chosen.fn(*comm->transport, op.tag_base, a);
+  a.check = nullptr;  // it points into this frame
+  PLX_CHECK(ran);
   if (a.collective == Collective::Allreduce && a.peers && a.peers->last_zero_copy) {
     comm->last_algorithm = "allreduce:shm_registered";
   }

@@ -14,7 +14,11 @@
 // comm/transport/peer_memory/peer_memory.h) the signatures travel as notes instead: each rank
 // posts its own and reads every other (PeerMemory::exchange_notes: one futex wait, no message,
 // a fraction of a microsecond when the ranks are in step against 3-4 us for the messages), then
-// finds the same minimum and maximum, with the same ranks, as the rounds above would.
+// finds the same minimum and maximum, with the same ranks, as the rounds above would. Every
+// collective's check then needs the segment: after a failed wait through it (a timeout, a lost
+// peer) every later call fails with that error, as the shm algorithms already did; rebuild
+// the communicator. A rank whose PLEXUS_CHECK_ARGS differs is caught by the notes' piece stamps
+// (PLX_ERROR_MISMATCH on the ranks that check).
 #pragma once
 
 #include <cstdint>

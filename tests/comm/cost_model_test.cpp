@@ -60,7 +60,7 @@ TEST(AlgorithmIdTest, EveryAlgorithmIsFoundByNameBothWays) {
 
 TEST(AlgorithmIdTest, EachCollectiveListsItsAlgorithmsInOrder) {
   EXPECT_EQ(algorithm_names(C::Allreduce), "ring, rabenseifner, recursive_doubling, "
-                                           "double_binary_tree, hierarchical, shm");
+                                           "double_binary_tree, hierarchical, shm, shm_oneshot");
   EXPECT_EQ(algorithm_names(C::Reduce), "binomial, ring, hierarchical, shm");
   EXPECT_EQ(algorithm_names(C::Broadcast), "binomial, chain, scatter_allgather, hierarchical, shm");
   EXPECT_EQ(algorithm_names(C::ReduceScatter), "ring, recursive_halving, hierarchical, shm");

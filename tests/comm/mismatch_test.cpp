@@ -386,6 +386,27 @@ TEST_P(MismatchTest, EveryRankReportsBothSidesAndTheCommunicatorStillWorks) {
             if (v != -1.0f) return "counts far apart: recvbuf written";
           }
           if (auto why = correct_allreduce(world.get(), rank, n, 99); !why.empty()) return why;
+          // Counts close together: every rank runs the one-shot allreduce on one host, whose
+          // check rides its own piece (signature.h); still reported alike, recvbuf untouched,
+          // and the pieces still agree afterwards.
+          const size_t close = rank == n - 1 ? 9 : 8;
+          const plx_result_t close_rc = plx_allreduce(send.data(), recv.data(), close,
+                                                      PLX_FLOAT32, PLX_SUM, world.get(), nullptr);
+          const std::string close_message = last_error_text();
+          if (close_rc != PLX_ERROR_MISMATCH ||
+              close_message.find("plx_allreduce: rank " + std::to_string(rank) +
+                                 ": mismatched collective calls: rank 0 called allreduce(count "
+                                 "8, float32, sum, algorithm ") != 0 ||
+              close_message.find("but rank " + std::to_string(n - 1) +
+                                 " called allreduce(count 9, float32, sum, algorithm ") ==
+                  std::string::npos) {
+            return std::string("counts close together: ") + plx_get_error_string(close_rc) +
+                   " \"" + close_message + "\"";
+          }
+          for (size_t j = 0; j < 16; ++j) {
+            if (recv[j] != -1.0f) return "counts close together: recvbuf written";
+          }
+          if (auto why = correct_allreduce(world.get(), rank, n, 98); !why.empty()) return why;
           return world.destroy("world");
         }());
       },

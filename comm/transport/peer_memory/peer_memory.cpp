@@ -261,12 +261,19 @@ plx_result_t PeerMemory::wait_writable(uint32_t piece, const char* op, const Idl
   return wait_all_arrived(piece - 1, op, idle);
 }
 
-void PeerMemory::read_notes(uint32_t piece, size_t bytes, void* all) const {
+plx_result_t PeerMemory::read_notes(uint32_t piece, size_t bytes, void* all, const char* op) {
   auto* out = static_cast<unsigned char*>(all);
   for (int member = 0; member < size_; ++member) {
-    std::memcpy(out + static_cast<size_t>(member) * bytes, segment_.words(member).notes[piece % 2],
-                bytes);
+    const RankWords& words = segment_.words(member);
+    if (words.note_piece[piece % 2] != piece + 1) {
+      return fail(PLX_ERROR_MISMATCH,
+                  fmt::format("{}: peer rank {} came to piece {} without its argument check "
+                              "(is PLEXUS_CHECK_ARGS set alike on every rank?)",
+                              who(op, member_rank(rank_)), member_rank(member), piece));
+    }
+    std::memcpy(out + static_cast<size_t>(member) * bytes, words.notes[piece % 2], bytes);
   }
+  return PLX_SUCCESS;
 }
 
 plx_result_t PeerMemory::exchange_notes(const void* note, size_t bytes, void* all,
@@ -278,15 +285,17 @@ plx_result_t PeerMemory::exchange_notes(const void* note, size_t bytes, void* al
                                                      kNoteBytes));
   }
   const uint32_t g = next_pieces(1);
-  PLX_CHECK(wait_writable(g, op));
+  // Writable: every peer arrived at g - 1 (wait_writable's rule, with `what` in its messages).
+  for (int peer = 0; peer < size_ && !reached(all_arrived_, g); ++peer) {
+    if (peer != rank_) PLX_CHECK(wait_word(peer, &RankWords::arrived, g, op, what, nullptr));
+  }
   post_note(g, note, bytes);
   arrive(g);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer != rank_) PLX_CHECK(wait_word(peer, &RankWords::arrived, g + 1, op, what, nullptr));
   }
   all_arrived_ = g + 1;
-  read_notes(g, bytes, all);
-  return PLX_SUCCESS;
+  return read_notes(g, bytes, all, op);
 }
 
 }  // namespace plexus::comm

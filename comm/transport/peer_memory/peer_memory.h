@@ -116,11 +116,17 @@ class PeerMemory {
   // arrive at g and before it arrives at g + 1 itself. The buffer is written again at piece
   // g + 2, after wait_writable(g + 2), i.e. after every peer arrived at g + 1: two suffice.
   static constexpr size_t kNoteBytes = kSegmentNoteBytes;
+  // Each note is stamped with its piece, so a member that arrived at a piece without posting one
+  // (its PLEXUS_CHECK_ARGS differs) is caught instead of its old note being read.
   void post_note(uint32_t piece, const void* note, size_t bytes) {
-    std::memcpy(segment_.words(rank_).notes[piece % 2], note, bytes);
+    RankWords& words = segment_.words(rank_);
+    std::memcpy(words.notes[piece % 2], note, bytes);
+    words.note_piece[piece % 2] = piece + 1;
   }
-  // Copies member i's note of `piece` to all + i * bytes, for every member.
-  void read_notes(uint32_t piece, size_t bytes, void* all) const;
+  // Copies member i's note of `piece` to all + i * bytes, for every member; PLX_ERROR_MISMATCH
+  // (naming `op`, this rank and the peer; peer memory then unusable, as the members' pieces no
+  // longer agree) when a member posted none with it.
+  plx_result_t read_notes(uint32_t piece, size_t bytes, void* all, const char* op);
   // A piece that carries notes and nothing else: reserves it, waits until it is writable,
   // posts `note`, arrives, waits until every member has arrived, and reads every note into
   // `all` (size() * bytes). Every member must call it alike, in the same order relative to the

@@ -45,11 +45,12 @@ struct RankWords {
   FutexWord reduced;  // pieces whose part this rank has reduced
   alignas(64) int32_t pid = 0;
   uint64_t pid_namespace = 0;  // inode of /proc/self/ns/pid: pids compare only within one
+  uint32_t note_piece[2] = {};  // piece + 1 of the note in notes[i] (0: none yet)
   alignas(64) unsigned char notes[2][kSegmentNoteBytes] = {};  // piece g's in notes[g % 2]
 };
 static_assert(sizeof(RankWords) == 256);
 
-constexpr uint64_t kSegmentMagic = 0x706c78706565726dULL;  // "plxpeerm"
+constexpr uint64_t kSegmentMagic = 0x706c78706565726eULL;  // "plxpeern": layout with notes
 
 // Bytes of the segment for `ranks` ranks with `slot_bytes` per buffer.
 size_t segment_bytes(int ranks, size_t slot_bytes);
