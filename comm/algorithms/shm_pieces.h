@@ -95,24 +95,6 @@ plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root
 // kRegisteredMinBytes; *done false (on every rank alike) when some rank's buffers are not
 // registered or could not be mapped, and the staged path must run.
 constexpr size_t kRegisteredMinBytes = size_t{256} << 10;
-
-// Single copy (PeerMemory::single_copy: process_vm_readv from the owner's buffer straight into
-// the reader's) for broadcast and allgather blocks of kSingleCopyMinBytes to
-// kSingleCopyMaxBytes. Measured on the 2-core VM (2 ranks, broadcast): at 64 KiB it tied the
-// slots (4.4 against 5.0 GB/s), from 256 KiB to 4 MiB it gave 2-2.5x (10.5-14.5 against 4.6-5.0
-// GB/s), at 16 MiB and more it lost (6-7 against 9.6 GB/s: the slots' pieces stay in cache).
-constexpr size_t kSingleCopyMinBytes = size_t{128} << 10;
-constexpr size_t kSingleCopyMaxBytes = size_t{8} << 20;
-inline bool use_single_copy(const PeerMemory& peers, size_t block_bytes) {
-  return peers.single_copy() && block_bytes >= kSingleCopyMinBytes &&
-         block_bytes <= kSingleCopyMaxBytes;
-}
-
-// The note a rank posts with a single-copy piece: where its buffer is in its own process.
-struct BufferNote {
-  uint64_t address = 0;
-  uint64_t bytes = 0;
-};
 plx_result_t shm_registered_allreduce(PeerMemory& peers, const CollArgs& args, bool* done);
 
 }  // namespace plexus::comm

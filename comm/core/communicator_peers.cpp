@@ -72,10 +72,8 @@ plx_result_t open_peer_memory(plx_comm* comm) {
                                comm->timeout_ms, comm->async, &comm->peers));
     comm->cost_shape.peer_memory = comm->peers != nullptr;
     if (comm->peers) {
-      log_message(LogLevel::Info,
-                  "rank {}: peer memory: {} ranks, slots of 2 x {} bytes, single copy {}",
-                  comm->rank, comm->size, comm->peers->slot_bytes(),
-                  comm->peers->single_copy() ? "on (process_vm_readv)" : "off");
+      log_message(LogLevel::Info, "rank {}: peer memory: {} ranks, slots of 2 x {} bytes",
+                  comm->rank, comm->size, comm->peers->slot_bytes());
     }
     return PLX_SUCCESS;
   }

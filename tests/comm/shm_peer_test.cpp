@@ -169,11 +169,6 @@ std::vector<Call> shm_calls(int n) {
        {"allreduce", "reduce", "broadcast", "reduce_scatter", "allgather"}) {
     calls.push_back({collective, 65537, PLX_FLOAT32, PLX_SUM, false, n - 1});
   }
-  // Blocks in the single-copy range of broadcast and allgather (shm_pieces.h; where the host
-  // allows process_vm_readv), in place, of an odd size.
-  for (const char* collective : {"broadcast", "allgather"}) {
-    calls.push_back({collective, 70001, PLX_FLOAT16, PLX_SUM, true, n / 2});
-  }
   return calls;
 }
 

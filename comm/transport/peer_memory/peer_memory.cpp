@@ -4,7 +4,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,12 +45,6 @@ uint64_t pid_namespace() {
   struct stat info {};
   return ::stat("/proc/self/ns/pid", &info) == 0 ? static_cast<uint64_t>(info.st_ino) : 0;
 }
-
-// What probe_single_copy reads in a peer's process: this process's id, mixed with a constant.
-// One process_vm_readv call reads at most this much (the kernel pins the pages of each).
-constexpr size_t kSingleCopyStep = size_t{1} << 20;
-constexpr uint64_t kProbeMix = 0x51ce5ca1ab1e0000ULL;
-const volatile uint64_t g_probe_word = kProbeMix ^ static_cast<uint64_t>(::getpid());
 
 // "allreduce:shm: rank 3", or "rank 3" for an empty op (the caller's own prefix names it).
 std::string who(const char* op, int rank) {
@@ -157,7 +150,6 @@ plx_result_t PeerMemory::open(Transport& transport, uint64_t tag_base, std::vect
   memory->slot_bytes_ = memory->segment_.header().slot_bytes;
   memory->segment_.words(rank).pid_namespace = pid_namespace();
   memory->segment_.words(rank).pid = static_cast<int32_t>(::getpid());
-  PLX_CHECK(memory->probe_single_copy());
   *out = std::move(memory);
   return PLX_SUCCESS;
 }
@@ -304,70 +296,6 @@ plx_result_t PeerMemory::exchange_notes(const void* note, size_t bytes, void* al
   }
   all_arrived_ = g + 1;
   return read_notes(g, bytes, all, op);
-}
-
-plx_result_t PeerMemory::read_note(int peer, uint32_t piece, size_t bytes, void* out,
-                                   const char* op) {
-  const RankWords& words = segment_.words(peer);
-  if (words.note_piece[piece % 2] != piece + 1) {
-    return fail(PLX_ERROR_MISMATCH,
-                fmt::format("{}: peer rank {} came to piece {} without its note", who(op,
-                            member_rank(rank_)), member_rank(peer), piece));
-  }
-  std::memcpy(out, words.notes[piece % 2], bytes);
-  return PLX_SUCCESS;
-}
-
-plx_result_t PeerMemory::read_from(int peer, uint64_t address, void* out, size_t bytes,
-                                   const char* op) {
-  const pid_t pid = peer_pid(peer);
-  auto* dst = static_cast<unsigned char*>(out);
-  size_t done = 0;
-  while (done < bytes) {
-    const size_t step = std::min(bytes - done, kSingleCopyStep);
-    const iovec local{dst + done, step};
-    const iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(address + done)), step};
-    const ssize_t got = pid > 0 ? ::process_vm_readv(pid, &local, 1, &remote, 1, 0) : -1;
-    if (got <= 0) {
-      const int error = pid > 0 ? errno : ESRCH;
-      return fail(PLX_ERROR_REMOTE,
-                  fmt::format("{}: reading {} bytes of peer rank {}'s buffer (pid {}) failed: "
-                              "{}",
-                              who(op, member_rank(rank_)), bytes - done, member_rank(peer), pid,
-                              got == 0 ? "nothing read" : std::strerror(error)));
-    }
-    done += static_cast<size_t>(got);
-  }
-  return PLX_SUCCESS;
-}
-
-plx_result_t PeerMemory::probe_single_copy() {
-  single_copy_ = false;
-  if (size_ < 2) return PLX_SUCCESS;
-  struct Probe {
-    uint64_t address;
-    uint64_t expected;
-  };
-  const Probe mine{reinterpret_cast<uintptr_t>(&g_probe_word), g_probe_word};
-  std::vector<Probe> probes(static_cast<size_t>(size_));
-  PLX_CHECK(exchange_notes(&mine, sizeof(mine), probes.data(), "peer memory",
-                           "arrive at the single-copy probe of piece"));
-  const int next = (rank_ + 1) % size_;
-  uint64_t seen = 0;
-  const pid_t pid = peer_pid(next);
-  const iovec local{&seen, sizeof(seen)};
-  const iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(probes[next].address)),
-                     sizeof(seen)};
-  const bool ok = pid > 0 &&
-                  ::process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
-                      static_cast<ssize_t>(sizeof(seen)) &&
-                  seen == probes[next].expected;
-  const uint8_t verdict = ok ? 1 : 0;
-  std::vector<uint8_t> verdicts(static_cast<size_t>(size_));
-  PLX_CHECK(exchange_notes(&verdict, 1, verdicts.data(), "peer memory",
-                           "arrive at the single-copy verdict of piece"));
-  single_copy_ = std::all_of(verdicts.begin(), verdicts.end(), [](uint8_t v) { return v == 1; });
-  return PLX_SUCCESS;
 }
 
 }  // namespace plexus::comm

@@ -140,19 +140,6 @@ class PeerMemory {
   // Member `peer`'s process id as this process can use it (/proc/<pid>), or 0 when it runs in
   // another pid namespace (then its plx_mem_alloc buffers cannot be mapped from here).
   pid_t peer_pid(int peer) const;
-  // Single copy: a member reads another's private memory with process_vm_readv(2) (Linux's
-  // cross-memory attach, CMA, as Open MPI's vader and libfabric's shm use it), so a broadcast
-  // or allgather copies once, from the owner's buffer straight into the reader's, instead of
-  // into a slot and out again. open() probes it on every member (each reads a word of the
-  // next member's process; a container without ptrace rights, or members in other pid
-  // namespaces, fail) and all agree: true only where every member succeeded.
-  bool single_copy() const { return single_copy_; }
-  // Reads `bytes` at `address` of member `peer`'s process into `out`. PLX_ERROR_REMOTE naming
-  // `op`, this rank, the peer and errno when the kernel refuses or reads short (the peer gone).
-  plx_result_t read_from(int peer, uint64_t address, void* out, size_t bytes, const char* op);
-  // Member `peer`'s note of `piece` into `out` (read_notes' rules, for one member).
-  plx_result_t read_note(int peer, uint32_t piece, size_t bytes, void* out, const char* op);
-
   // The peers' plx_mem_alloc allocations mapped here (the registered-buffer allreduce,
   // shm_registered_allreduce.cpp); unmapped with the segment.
   PeerAllocations& allocations() { return allocations_; }
@@ -182,8 +169,6 @@ class PeerMemory {
   int timeout_ms_ = 300000;
   std::shared_ptr<AsyncState> async_;
   const IdleWork* background_ = nullptr;
-  bool single_copy_ = false;
-  plx_result_t probe_single_copy();
   uint32_t next_piece_ = 0;
   uint32_t all_arrived_ = 0;  // every peer's `arrived` is known to be at least this
   plx_result_t failed_ = PLX_SUCCESS;
