@@ -27,6 +27,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace plexus::comm {
@@ -35,7 +36,7 @@ plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root
                                const char* op_name) {
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
-  const size_t per_piece = peers.slot_bytes() / elem;
+  const size_t per_piece = std::min(peers.slot_bytes(), kShmPieceBytes) / elem;
   const PieceRun run(peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);

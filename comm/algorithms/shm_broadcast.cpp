@@ -14,6 +14,7 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace plexus::comm {
@@ -27,7 +28,7 @@ plx_result_t shm_broadcast(Transport& transport, uint64_t tag_base, const CollAr
   constexpr const char* kOp = "broadcast:shm";
   const int r = peers->rank(), root = args.root;
   const size_t elem = datatype_bytes(args.datatype);
-  const size_t per_piece = peers->slot_bytes() / elem;
+  const size_t per_piece = std::min(peers->slot_bytes(), kShmPieceBytes) / elem;
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);

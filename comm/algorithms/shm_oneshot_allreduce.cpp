@@ -4,9 +4,8 @@
 // custom all-reduce, PyTorch's symmetric-memory one_shot_all_reduce) with loads and stores in
 // the host's segment (comm/transport/peer_memory/peer_memory.h).
 //
-// Per piece g (kOneshotPieceBytes of the vector, or the slot if smaller: n such pieces and the
-// output stay within a core's L2 on this host's measurements, where pieces of a 1 MiB slot
-// halved the speed at 1 MiB), on rank r of n:
+// Per piece g (kShmPieceBytes of the vector, algorithms.h, or the slot if smaller), on rank r
+// of n:
 //
 //   1. stage    once its buffer is free again (every peer arrived at g - 1): the piece of
 //               sendbuf into r's buffer; publish arrived = g + 1
@@ -42,7 +41,7 @@ plx_result_t shm_oneshot_allreduce(Transport& transport, uint64_t tag_base,
   PeerMemory& peers = *args.peers;
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
-  const PieceRun run(peers, args.count, std::min(peers.slot_bytes(), kOneshotPieceBytes) / elem);
+  const PieceRun run(peers, args.count, std::min(peers.slot_bytes(), kShmPieceBytes) / elem);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   const char* name = "allreduce:shm_oneshot";

@@ -104,7 +104,7 @@ bool check_can_ride(const plx_comm* comm, const CollectiveOp& op, AlgorithmId ch
   return chosen == AlgorithmId::AllreduceShmOneshot && peers != nullptr &&
          peers->size() == comm->size && comm->size <= kNoteCheckRanks && !op.premul &&
          a.count > 0 &&
-         a.count * datatype_bytes(a.datatype) <= std::min(peers->slot_bytes(), kOneshotPieceBytes);
+         a.count * datatype_bytes(a.datatype) <= std::min(peers->slot_bytes(), kShmPieceBytes);
 }
 
 struct CheckContext {

@@ -10,16 +10,18 @@ namespace plexus::comm {
 double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha_s,
                    double gamma_s_per_byte, size_t chunk_bytes) {
   const double p = nranks, a = alpha_s, g = gamma_s_per_byte, c = kCopyGamma;
-  // Pieces are whole slots: the slot is chunk_bytes rounded up to a page (peer_memory.h).
+  // The slot is chunk_bytes rounded up to a page (peer_memory.h); pieces are at most
+  // kShmPieceBytes of it (algorithms.h), but reduce-scatter's fill the slot with every part.
   const size_t slot = chunk_bytes == 0 ? 0 : (chunk_bytes + 4095) / 4096 * 4096;
+  const size_t piece = std::min(slot, kShmPieceBytes);
   switch (algorithm) {
     case AlgorithmId::AllreduceShm:
     case AlgorithmId::ReduceShm: {
-      const double k = slices(bytes, slot);
+      const double k = slices(bytes, piece);
       return 2 * k * a + (c * (p - 1) / p + c + (p - 1) / p) * bytes * g;
     }
     case AlgorithmId::AllreduceShmOneshot: {
-      const double k = slices(bytes, std::min(slot, kOneshotPieceBytes));
+      const double k = slices(bytes, piece);
       return k * a + (c + (p - 1)) * bytes * g;
     }
     case AlgorithmId::ReduceScatterShm: {
@@ -27,11 +29,11 @@ double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha
       return k * a + (c * p + (p - 1)) * bytes * g;
     }
     case AlgorithmId::AllgatherShm: {
-      const double k = slices(bytes, slot);
+      const double k = slices(bytes, piece);
       return k * a + c * p * bytes * g;
     }
     case AlgorithmId::BroadcastShm: {
-      const double k = slices(bytes, slot);
+      const double k = slices(bytes, piece);
       return k * a + c * (bytes + bytes / k) * g;
     }
     default: return 0;
