@@ -223,6 +223,9 @@ plx_result_t pairwise_alltoall(Transport& transport, uint64_t tag_base, const Co
 plx_result_t pairwise_alltoallv(Transport& transport, uint64_t tag_base, const CollArgs& args);
 // bruck_alltoall.cpp: ceil(log2 n) steps of packed blocks, for small blocks (Bruck et al. 1997).
 plx_result_t bruck_alltoall(Transport& transport, uint64_t tag_base, const CollArgs& args);
+// shm_alltoall.cpp: every rank stages the blocks it sends, every rank copies its own out of
+// each peer's staging buffer (peer memory; without it: pairwise_alltoall).
+plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArgs& args);
 
 // ---- gather / scatter --------------------------------------------------------------------
 // linear_gather.cpp / linear_scatter.cpp: the root exchanges with every rank directly.

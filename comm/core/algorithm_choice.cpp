@@ -39,6 +39,7 @@ AlgorithmFn algorithm_function(AlgorithmId id) {
     case AlgorithmId::AllgatherShm: return shm_allgather;
     case AlgorithmId::AlltoallPairwise: return pairwise_alltoall;
     case AlgorithmId::AlltoallBruck: return bruck_alltoall;
+    case AlgorithmId::AlltoallShm: return shm_alltoall;
     case AlgorithmId::AlltoallvPairwise: return pairwise_alltoallv;
     case AlgorithmId::GatherLinear: return linear_gather;
     case AlgorithmId::GatherBinomial: return binomial_gather;

@@ -37,6 +37,7 @@ constexpr AlgorithmInfo kAlgorithms[] = {
   {A::AllgatherShm,                  C::Allgather,     "shm"},
   {A::AlltoallPairwise,              C::Alltoall,      "pairwise"},
   {A::AlltoallBruck,                 C::Alltoall,      "bruck"},
+  {A::AlltoallShm,                   C::Alltoall,      "shm"},
   {A::AlltoallvPairwise,             C::Alltoallv,     "pairwise"},
   {A::GatherLinear,                  C::Gather,        "linear"},
   {A::GatherBinomial,                C::Gather,        "binomial"},

@@ -12,7 +12,7 @@
 //   broadcast        binomial, chain, scatter_allgather, hierarchical, shm
 //   reduce_scatter   ring, recursive_halving, hierarchical, shm
 //   allgather        ring, bruck, hierarchical, shm
-//   alltoall         pairwise, bruck
+//   alltoall         pairwise, bruck, shm
 //   alltoallv        pairwise
 //   gather           linear, binomial
 //   scatter          linear, binomial
@@ -61,6 +61,7 @@ enum class AlgorithmId {
   AllgatherShm,
   AlltoallPairwise,
   AlltoallBruck,
+  AlltoallShm,
   AlltoallvPairwise,
   GatherLinear,
   GatherBinomial,

@@ -374,6 +374,7 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
     case AlgorithmId::BroadcastShm:
     case AlgorithmId::ReduceScatterShm:
     case AlgorithmId::AllgatherShm:
+    case AlgorithmId::AlltoallShm:
       // Without a segment they run (and cost) their flat fallback, listed before them.
       if (!shape.peer_memory || shape.multi_host()) {
         return predict_seconds(shm_fallback(algorithm), bytes, shape, params, chunk_bytes);

@@ -36,6 +36,11 @@ double shm_seconds(AlgorithmId algorithm, double bytes, int nranks, double alpha
       const double k = slices(bytes, piece);
       return k * a + c * (bytes + bytes / k) * g;
     }
+    case AlgorithmId::AlltoallShm: {
+      // bytes: one block; n blocks share a piece, so k = slices of n blocks.
+      const double k = slices(p * bytes, piece);
+      return k * a + (2 * c * (p - 1) + c) * bytes * g;
+    }
     default: return 0;
   }
 }
@@ -48,6 +53,7 @@ AlgorithmId shm_fallback(AlgorithmId algorithm) {
     case AlgorithmId::BroadcastShm: return AlgorithmId::BroadcastScatterAllgather;
     case AlgorithmId::ReduceScatterShm: return AlgorithmId::ReduceScatterRing;
     case AlgorithmId::AllgatherShm: return AlgorithmId::AllgatherRing;
+    case AlgorithmId::AlltoallShm: return AlgorithmId::AlltoallPairwise;
     default: return algorithm;
   }
 }

@@ -19,6 +19,8 @@
 //   allgather        k a + 2/3 p blk g                   stage one block, copy p-1 out
 //   broadcast        k a + 2/3 (m + m/k) g               the root stages, the others copy out,
 //                                                        one piece behind
+//   alltoall         k a + 2/3 (2(p-1) + 1) blk g        stage p-1 blocks, copy p-1 out, one
+//                                                        locally; k pieces of the p blocks
 //
 // Against a ring, whose 2(p-1) steps each pay alpha and move (p-1)/p m over the transport at
 // beta, these win from a few kilobytes up wherever the transport's beta is above about 2/3 g.

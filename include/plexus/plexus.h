@@ -428,7 +428,10 @@ plx_result_t plx_allgather(const void* sendbuf, void* recvbuf, size_t sendcount,
 /*
  * All-to-all: sendbuf and recvbuf hold n * count elements; block j of rank r's sendbuf lands in
  * block r of rank j's recvbuf. In place when sendbuf == recvbuf (staged internally).
- * Algorithms: pairwise exchange (n-1 steps) and bruck (ceil(log2 n) steps, small blocks).
+ * Algorithms: pairwise exchange (n-1 steps; Thakur, Rabenseifner & Gropp, IJHPCA 2005), bruck
+ * (ceil(log2 n) steps, small blocks; Bruck et al., IEEE TPDS 1997) and shm (ranks on one host:
+ * every rank stages the blocks it sends in a shared segment and copies its own out of each
+ * peer's; docs/algorithms.md).
  */
 plx_result_t plx_alltoall(const void* sendbuf, void* recvbuf, size_t count,
                           plx_datatype_t datatype, plx_comm_t comm, void* stream);

@@ -65,7 +65,7 @@ TEST(AlgorithmIdTest, EachCollectiveListsItsAlgorithmsInOrder) {
   EXPECT_EQ(algorithm_names(C::Broadcast), "binomial, chain, scatter_allgather, hierarchical, shm");
   EXPECT_EQ(algorithm_names(C::ReduceScatter), "ring, recursive_halving, hierarchical, shm");
   EXPECT_EQ(algorithm_names(C::Allgather), "ring, bruck, hierarchical, shm");
-  EXPECT_EQ(algorithm_names(C::Alltoall), "pairwise, bruck");
+  EXPECT_EQ(algorithm_names(C::Alltoall), "pairwise, bruck, shm");
   EXPECT_EQ(algorithm_names(C::Alltoallv), "pairwise");
   EXPECT_EQ(algorithm_names(C::Gather), "linear, binomial");
   EXPECT_EQ(algorithm_names(C::Scatter), "linear, binomial");
@@ -284,7 +284,7 @@ TEST(AlgoOverrideTest, ErrorsNameTheTokenAndTheValidChoices) {
         "valid: ring, rabenseifner, recursive_doubling, double_binary_tree, hierarchical, shm, "
         "shm_oneshot, "
         "auto"}},
-      {"alltoall:ring", {"valid: pairwise, bruck, auto"}},
+      {"alltoall:ring", {"valid: pairwise, bruck, shm, auto"}},
       {"allreduce:ring,allreduce:rabenseifner", {"allreduce is already set to ring"}},
       {"allreduce:", {"'' is not an algorithm of allreduce"}},
   };
