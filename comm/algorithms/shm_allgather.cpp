@@ -1,6 +1,7 @@
 // shm_allgather.cpp - allgather through peer memory.
 //
-// Each rank's block goes through in pieces of slot_bytes, piece g in buffer g % 2. Per piece,
+// Each rank's block goes through in pieces of at most kShmPieceBytes of the slot, piece g in
+// buffer g % 2. Per piece,
 // on rank r:
 //
 //   1. stage     copy range [off, off + len) of sendbuf into r's buffer; publish arrived = g + 1

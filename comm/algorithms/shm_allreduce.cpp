@@ -2,7 +2,8 @@
 // directly (the host analogue of NCCL's NVLink peer-to-peer allreduce; the reduce-scatter +
 // allgather split of Patarasuk & Yuan, JPDC 2009, with loads and stores instead of messages).
 //
-// The vector goes through in pieces of slot_bytes (peer_memory.h), piece g in buffer g % 2, so
+// The vector goes through in pieces of at most kShmPieceBytes of the slot (algorithms.h; slot:
+// peer_memory.h), piece g in buffer g % 2, so
 // staging piece g + 1 overlaps peers still reading piece g. Per piece, on rank r of n:
 //
 //   1. stage     copy the piece of sendbuf, all but part r (piece_part), into r's buffer;

@@ -32,7 +32,10 @@ plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArg
   PeerMemory* peers = args.peers;
   const size_t elem = datatype_bytes(args.datatype);
   const size_t piece = std::min(peers ? peers->slot_bytes() : 0, kShmPieceBytes);
-  if (!peers || peers->size() != n || n == 1 || piece / elem < static_cast<size_t>(n)) {
+  // Member i is rank i in a one-host segment (PeerMemory::open over every rank); checked
+  // anyway, alike on every rank.
+  if (!peers || peers->size() != n || n == 1 || peers->rank() != transport.rank() ||
+      piece / elem < static_cast<size_t>(n)) {
     return pairwise_alltoall(transport, tag_base, args);
   }
   constexpr const char* kOp = "alltoall:shm";

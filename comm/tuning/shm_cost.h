@@ -1,7 +1,7 @@
 // shm_cost.h - predicted time of the peer-memory (shm) algorithms (comm/algorithms/shm_*.cpp).
 //
-// They send no messages: per piece of the slot (chunk_bytes; at most kShmPieceBytes of it but
-// for reduce_scatter, algorithms.h) a rank copies into its own
+// They send no messages: per piece (at most kShmPieceBytes of the slot, chunk_bytes, but for
+// reduce_scatter; algorithms.h) a rank copies into its own
 // staging buffer, waits on its peers' counters, then reduces or copies out of their buffers. The
 // model charges each wait one alpha (a futex hand-off costs about what a message's latency on
 // the same host does: both are a ping-pong of cache lines, or of context switches when the ranks
@@ -14,6 +14,8 @@
 //                                                        copy in the peers' parts, reduce 1/p
 //                                                        from p-1, copy out
 //   allreduce, one-shot  k a + (2/3 + (p-1)) m g     copy in all of it, reduce p buffers
+//                                                    (k counts its pieces; the others' k
+//                                                    counts slots: see shm_cost.cpp)
 //   reduce           the same as allreduce (the root's share)
 //   reduce_scatter   k a + (2/3 p + (p-1)) blk g         stage p blocks' pieces, reduce one
 //   allgather        k a + 2/3 p blk g                   stage one block, copy p-1 out
