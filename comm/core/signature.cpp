@@ -21,7 +21,6 @@ struct Extremes {
   int32_t max_rank = 0;
 };
 
-constexpr int kMaxNoteRanks = 64;  // on the stack; more in a vector
 
 int compare(const Signature& a, const Signature& b) { return std::memcmp(&a, &b, sizeof(a)); }
 
@@ -76,10 +75,10 @@ plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const S
   state.min_rank = state.max_rank = r;
   if (peers != nullptr && peers->size() == n && n > 1) {
     // The segment of a one-host communicator: its member i is rank i (PeerMemory::open).
-    Signature few[kMaxNoteRanks];
+    Signature few[kNoteCheckRanks];
     std::vector<Signature> many;
     Signature* all = few;
-    if (n > kMaxNoteRanks) {
+    if (n > kNoteCheckRanks) {
       many.resize(static_cast<size_t>(n));
       all = many.data();
     }
