@@ -14,9 +14,9 @@
 // A rank's words: `arrived` and `reduced` (FutexWord, futex_word.h), its pid (with its pid
 // namespace, since containers on one host may share /dev/shm), and the notes of its pieces
 // (PeerMemory::post_note, peer_memory.h; piece g's in notes[g % 2]). Every rank
-// writes only its own words and slots; peers read them. Pages are zero when created and are
-// first touched by their writer, so each slot lands on its writer's NUMA node under Linux's
-// default first-touch policy.
+// writes only its own words and slots; peers read them. Pages are zero when created; the
+// creator's posix_fallocate allocates every page (on its NUMA node), and every rank maps the
+// whole segment with MAP_POPULATE, so no collective takes a page fault in it.
 #pragma once
 
 #include <cstddef>
