@@ -90,6 +90,9 @@ struct NoteCheck {
   void* context = nullptr;
 };
 
+// What the argument check learnt of the ranks' registered buffers (CollArgs::registered).
+enum class EveryoneRegistered : uint8_t { Unknown, No, Yes };
+
 struct CollArgs {
   Collective collective = Collective::Allreduce;
   const void* sendbuf = nullptr;
@@ -116,9 +119,13 @@ struct CollArgs {
   PeerMemory* peers = nullptr;
   // sendbuf and recvbuf as registered plx_mem_alloc memory (shared_buffer.h), which peers on
   // this host may map; alloc_id 0 when not (then only the staged shm path can run). Set for
-  // allreduce with peer memory.
+  // allreduce, broadcast, allgather, reduce-scatter and all-to-all with peer memory.
   SharedBufferRef send_ref{};
   SharedBufferRef recv_ref{};
+  // Whether every rank's buffers that the registered shm paths need are registered, as the
+  // argument check found (comm/core/signature.h); Unknown when no check ran. No spares those
+  // paths' handshake (shm_registered.h) on calls that cannot use it.
+  EveryoneRegistered registered = EveryoneRegistered::Unknown;
   // The check riding the first piece (NoteCheck), set only where the algorithm takes one:
   // shm_oneshot_allreduce on one piece. NULL: none, or checked before the call.
   const NoteCheck* check = nullptr;

@@ -8,10 +8,17 @@
 //   2. gather    for each peer q, as soon as q has arrived: copy q's buffer into block q of
 //                recvbuf at off; block r comes from sendbuf (nothing to copy in place)
 //
+// A call of one piece under kRegisteredMinBytes carries the argument check (shm_pieces.h's
+// ride_or_check): the note goes with the staged piece, and every rank waits for all and judges
+// the notes before it writes recvbuf.
+//
 // Memory traffic per rank: blk copied in, (n-1) blk copied out (plus blk out of place).
-// One wait per peer and piece, no messages.
+// One wait per peer and piece, no messages. When every rank's sendbuf is registered
+// (plx_comm_register), calls from kRegisteredPullMinBytes (1 MiB) copy straight out of the
+// peers' sendbufs instead (shm_registered_pull.cpp).
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
+#include "comm/algorithms/shm_registered.h"
 
 #include <algorithm>
 #include <cstring>
@@ -26,17 +33,31 @@ plx_result_t shm_allgather(Transport& transport, uint64_t tag_base, const CollAr
   const int r = peers->rank();
   const size_t elem = datatype_bytes(args.datatype);
   const size_t per_piece = std::min(peers->slot_bytes(), kShmPieceBytes) / elem;
+  const size_t bytes = args.count * elem * static_cast<size_t>(n);
+  const bool registered = registered_worth_trying(args, bytes, kRegisteredPullMinBytes);
+  const NoteCheck* riding = nullptr;
+  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_piece), kOp,
+                          &riding));
+  if (registered) {
+    bool done = false;
+    PLX_CHECK(shm_registered_allgather(*peers, args, &done));
+    if (done) return PLX_SUCCESS;
+  }
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   const size_t block_bytes = args.count * elem;
-  if (in != out + r * block_bytes) std::memcpy(out + r * block_bytes, in, block_bytes);
   for (size_t k = 0; k < run.size(); ++k) {
     const auto [g, off, len] = run[k];
     // 1. stage
     PLX_CHECK(peers->wait_writable(g, kOp));
     std::memcpy(peers->slot(r, g), in + off * elem, len * elem);
+    if (riding) peers->post_note(g, riding->note, riding->bytes);
     peers->arrive(g);
+    if (riding) {
+      PLX_CHECK(peers->wait_all_arrived(g, kOp));
+      PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
+    }
     // 2. gather
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;
@@ -44,6 +65,8 @@ plx_result_t shm_allgather(Transport& transport, uint64_t tag_base, const CollAr
       std::memcpy(out + q * block_bytes + off * elem, peers->slot(q, g), len * elem);
     }
   }
+  // The own block last: nothing is written to recvbuf before a riding check's verdict.
+  if (in != out + r * block_bytes) std::memcpy(out + r * block_bytes, in, block_bytes);
   return PLX_SUCCESS;
 }
 

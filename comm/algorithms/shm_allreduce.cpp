@@ -27,6 +27,7 @@
 // staging when every rank's buffers are registered (plx_comm_register).
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
+#include "comm/algorithms/shm_registered.h"
 
 #include <algorithm>
 #include <cstring>
@@ -76,9 +77,10 @@ plx_result_t shm_allreduce(Transport& transport, uint64_t tag_base, const CollAr
     return ring_allreduce(transport, tag_base, args);
   }
   PeerMemory& peers = *args.peers;
-  // Large calls first ask whether every rank's buffers are registered (a barrier more; the
-  // same decision everywhere, since the count is): then no staging at all.
-  if (args.count * datatype_bytes(args.datatype) >= kRegisteredMinBytes) {
+  // Large calls first ask whether every rank's buffers are registered (a barrier more, skipped
+  // when the argument check already found a rank unregistered; the same decision everywhere):
+  // then no staging at all.
+  if (registered_worth_trying(args, args.count * datatype_bytes(args.datatype))) {
     bool done = false;
     PLX_CHECK(shm_registered_allreduce(peers, args, &done));
     if (done) return PLX_SUCCESS;

@@ -14,13 +14,20 @@
 //
 //   rank r's buffer, round k:  [ to 0 | to 1 | ... | to n-1 ]   (w elements each; its own unused)
 //
+// A call of one round under kRegisteredMinBytes carries the argument check (shm_pieces.h's
+// ride_or_check): the note goes with the staged round, and every rank waits for all and judges
+// the notes before it writes recvbuf.
+//
 // Memory traffic per rank: (n-1) blocks copied in, (n-1) copied out, one copied locally; one
 // wait per peer and round, no messages. In place (sendbuf == recvbuf): every block this rank
 // sends is staged before any block lands in recvbuf (step 1 of a round precedes step 2, and a
 // round's blocks land only in its own element range), so nothing is overwritten before it is
-// read; the own block stays where it is.
+// read; the own block stays where it is. When every rank's sendbuf is registered
+// (plx_comm_register) and no rank is in place, calls from kRegisteredPullMinBytes (1 MiB)
+// copy straight out of the peers' sendbufs instead (shm_registered_pull.cpp).
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
+#include "comm/algorithms/shm_registered.h"
 
 #include <algorithm>
 #include <cstring>
@@ -36,17 +43,30 @@ plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArg
   // anyway, alike on every rank.
   if (!peers || peers->size() != n || n == 1 || peers->rank() != transport.rank() ||
       piece / elem < static_cast<size_t>(n)) {
+    if (args.check) {
+      const NoteCheck* riding = nullptr;
+      PLX_CHECK(ride_or_check(args, 0, "alltoall:pairwise", &riding));
+    }
     return pairwise_alltoall(transport, tag_base, args);
   }
   constexpr const char* kOp = "alltoall:shm";
   const int r = peers->rank();
   const size_t per_block = piece / elem / static_cast<size_t>(n);  // w: elements per block
+  const size_t bytes = args.count * elem * static_cast<size_t>(n);
+  const bool registered = registered_worth_trying(args, bytes, kRegisteredPullMinBytes);
+  const NoteCheck* riding = nullptr;
+  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_block), kOp,
+                          &riding));
+  if (registered) {
+    bool done = false;
+    PLX_CHECK(shm_registered_alltoall(*peers, args, &done));
+    if (done) return PLX_SUCCESS;
+  }
   const PieceRun run(*peers, args.count, per_block);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   const size_t block_bytes = args.count * elem;
   const size_t w_bytes = per_block * elem;
-  if (in != out) std::memcpy(out + r * block_bytes, in + r * block_bytes, block_bytes);
   for (size_t k = 0; k < run.size(); ++k) {
     const auto [g, off, len] = run[k];
     // 1. stage what this rank sends, round k of every block but its own
@@ -55,7 +75,12 @@ plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArg
     for (int q = 0; q < n; ++q) {
       if (q != r) std::memcpy(own + q * w_bytes, in + q * block_bytes + off * elem, len * elem);
     }
+    if (riding) peers->post_note(g, riding->note, riding->bytes);
     peers->arrive(g);
+    if (riding) {
+      PLX_CHECK(peers->wait_all_arrived(g, kOp));
+      PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
+    }
     // 2. gather what each peer sends this rank
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;
@@ -64,6 +89,8 @@ plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArg
                   len * elem);
     }
   }
+  // The own block last: nothing is written to recvbuf before a riding check's verdict.
+  if (in != out) std::memcpy(out + r * block_bytes, in + r * block_bytes, block_bytes);
   return PLX_SUCCESS;
 }
 

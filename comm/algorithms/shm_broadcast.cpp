@@ -9,10 +9,16 @@
 //   other ranks  publish arrived = g + 1 (done with every earlier piece); wait until the root
 //                has arrived at g; copy its buffer into recvbuf
 //
+// A call of one piece under kRegisteredMinBytes carries the argument check (shm_pieces.h's
+// ride_or_check): every rank then waits until the piece is writable, posts its note, arrives,
+// and waits for every rank, judging the notes before it writes recvbuf.
+//
 // Memory traffic: m copied in by the root, m copied out by every other rank. One wait per
-// piece per rank.
+// piece per rank. When the root's sendbuf is registered (plx_comm_register), calls from
+// kRegisteredPullMinBytes (1 MiB) copy straight out of it instead (shm_registered_pull.cpp).
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
+#include "comm/algorithms/shm_registered.h"
 
 #include <algorithm>
 #include <cstring>
@@ -29,12 +35,31 @@ plx_result_t shm_broadcast(Transport& transport, uint64_t tag_base, const CollAr
   const int r = peers->rank(), root = args.root;
   const size_t elem = datatype_bytes(args.datatype);
   const size_t per_piece = std::min(peers->slot_bytes(), kShmPieceBytes) / elem;
+  const bool registered =
+      registered_worth_trying(args, args.count * elem, kRegisteredPullMinBytes);
+  const NoteCheck* riding = nullptr;
+  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_piece), kOp,
+                          &riding));
+  if (registered) {
+    bool done = false;
+    PLX_CHECK(shm_registered_broadcast(*peers, args, &done));
+    if (done) return PLX_SUCCESS;
+  }
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   for (size_t k = 0; k < run.size(); ++k) {
     const auto [g, off, len] = run[k];
-    if (r == root) {
+    if (riding) {
+      // The one piece, with the argument check: every rank posts its note and reads all.
+      PLX_CHECK(peers->wait_writable(g, kOp));
+      if (r == root) std::memcpy(peers->slot(r, g), in + off * elem, len * elem);
+      peers->post_note(g, riding->note, riding->bytes);
+      peers->arrive(g);
+      PLX_CHECK(peers->wait_all_arrived(g, kOp));
+      PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
+      if (r != root) std::memcpy(out + off * elem, peers->slot(root, g), len * elem);
+    } else if (r == root) {
       PLX_CHECK(peers->wait_writable(g, kOp));
       std::memcpy(peers->slot(r, g), in + off * elem, len * elem);
       peers->arrive(g);

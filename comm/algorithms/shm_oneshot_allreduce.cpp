@@ -25,8 +25,6 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -41,18 +39,13 @@ plx_result_t shm_oneshot_allreduce(Transport& transport, uint64_t tag_base,
   PeerMemory& peers = *args.peers;
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
-  const PieceRun run(peers, args.count, std::min(peers.slot_bytes(), kShmPieceBytes) / elem);
+  const char* name = "allreduce:shm_oneshot";
+  const size_t per_piece = std::min(peers.slot_bytes(), kShmPieceBytes) / elem;
+  const NoteCheck* check = nullptr;
+  PLX_CHECK(ride_or_check(args, pieces_of(args.count, per_piece), name, &check));
+  const PieceRun run(peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
-  const char* name = "allreduce:shm_oneshot";
-  const NoteCheck* const check = args.check;
-  if (check && (run.size() != 1 || n > kNoteCheckRanks || check->bytes > PeerMemory::kNoteBytes)) {
-    // run_task.cpp's check_can_ride rules these out; nothing is posted or reserved past them.
-    return set_error(PLX_ERROR_INTERNAL,
-                     fmt::format("{}: rank {}: an argument check over {} pieces, {} ranks, {} "
-                                 "bytes cannot ride",
-                                 name, peers.member_rank(r), run.size(), n, check->bytes));
-  }
   for (size_t k = 0; k < run.size(); ++k) {
     const auto [g, off, len] = run[k];
     // 1. stage
@@ -62,11 +55,7 @@ plx_result_t shm_oneshot_allreduce(Transport& transport, uint64_t tag_base,
     peers.arrive(g);
     // 2. reduce every buffer, in rank order
     PLX_CHECK(peers.wait_all_arrived(g, name));
-    if (check) {
-      alignas(std::max_align_t) unsigned char notes[kNoteCheckRanks * PeerMemory::kNoteBytes];
-      PLX_CHECK(peers.read_notes(g, check->bytes, notes, name));
-      PLX_CHECK(check->verdict(notes, n, check->context));
-    }
+    if (check) PLX_CHECK(judge_riding(peers, *check, g, name));
     unsigned char* dst = out + off * elem;
     reduce_copy(dst, peers.slot(0, g), peers.slot(1, g), len, args.datatype, args.op);
     for (int q = 2; q < n; ++q) reduce_into(dst, peers.slot(q, g), len, args.datatype, args.op);

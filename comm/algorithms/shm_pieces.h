@@ -86,14 +86,60 @@ inline void reduce_slots(void* dst, const PeerMemory& peers, uint32_t piece, siz
                     datatype, op, static_cast<size_t>(peers.size()));
 }
 
+// The argument check a call may carry (CollArgs::check: run_task.cpp sets it for the one-host
+// shm algorithms on calls under kRegisteredMinBytes). A call of one piece rides it: it posts
+// the note with that piece and judges every rank's once all have arrived, before it writes
+// recvbuf (ride_or_check gives it `riding`). Any other (more pieces, a registered path, a
+// fallback to another algorithm) has it checked apart first, before it reserves a piece of its
+// own: the notes in a piece of their own (PeerMemory::exchange_notes), as compare_signatures
+// does. Either way every rank consumes the same pieces, whatever the others called.
+inline plx_result_t check_apart(PeerMemory& peers, const NoteCheck& check, const char* op) {
+  if (peers.size() > kNoteCheckRanks || check.bytes > PeerMemory::kNoteBytes) {
+    return set_error(PLX_ERROR_INTERNAL, "an argument check that does not fit the notes");
+  }
+  alignas(std::max_align_t) unsigned char notes[kNoteCheckRanks * PeerMemory::kNoteBytes];
+  PLX_CHECK(peers.exchange_notes(check.note, check.bytes, notes, op,
+                                 "arrive at the argument check of piece"));
+  return check.verdict(notes, peers.size(), check.context);
+}
+
+// The riding check's verdict, once every rank has arrived at `piece` (its first and only).
+inline plx_result_t judge_riding(PeerMemory& peers, const NoteCheck& check, uint32_t piece,
+                                 const char* op) {
+  alignas(std::max_align_t) unsigned char notes[kNoteCheckRanks * PeerMemory::kNoteBytes];
+  PLX_CHECK(peers.read_notes(piece, check.bytes, notes, op));
+  return check.verdict(notes, peers.size(), check.context);
+}
+
+// Before a call reserves its `pieces` pieces (0: it takes another path): *riding = args.check
+// when the call can carry it on its single piece; otherwise NULL, after check_apart().
+inline plx_result_t ride_or_check(const CollArgs& args, size_t pieces, const char* op,
+                                  const NoteCheck** riding) {
+  *riding = nullptr;
+  if (!args.check) return PLX_SUCCESS;
+  if (!args.peers) return set_error(PLX_ERROR_INTERNAL, "an argument check without peer memory");
+  if (pieces == 1 && args.peers->size() <= kNoteCheckRanks &&
+      args.check->bytes <= PeerMemory::kNoteBytes) {
+    *riding = args.check;
+    return PLX_SUCCESS;
+  }
+  return check_apart(*args.peers, *args.check, op);
+}
+
+// Pieces of at most per_piece (>= 1) elements that `count` elements take.
+inline size_t pieces_of(size_t count, size_t per_piece) {
+  return (count + per_piece - 1) / per_piece;
+}
+
 // allreduce (root < 0) or reduce to `root` through peer memory: shm_allreduce.cpp.
 plx_result_t shm_reduce_pieces(PeerMemory& peers, const CollArgs& args, int root,
                                const char* op_name);
 
 // Allreduce between the ranks' registered buffers (plx_comm_register), with no staging:
-// shm_registered_allreduce.cpp. Run by every rank of `peers` alike on calls of at least
-// kRegisteredMinBytes; *done false (on every rank alike) when some rank's buffers are not
-// registered or could not be mapped, and the staged path must run.
+// shm_registered_allreduce.cpp (the other collectives': shm_registered.h). Run by every rank of
+// `peers` alike on calls of at least kRegisteredMinBytes (registered_worth_trying); *done false
+// (on every rank alike) when some rank's buffers are not registered or could not be mapped, and
+// the staged path must run.
 constexpr size_t kRegisteredMinBytes = size_t{256} << 10;
 plx_result_t shm_registered_allreduce(PeerMemory& peers, const CollArgs& args, bool* done);
 

@@ -9,10 +9,18 @@
 //   2. reduce    once every rank has arrived: recvbuf[off, off + len) = block r's range reduced
 //                over every rank's buffer (divided by n for PLX_AVG)
 //
+// A call of one piece under kRegisteredMinBytes carries the argument check (shm_pieces.h's
+// ride_or_check): the note goes with the staged piece and is judged once every rank arrived,
+// before recvbuf is written.
+//
 // Memory traffic per rank: n blk copied in, (n-1) blk reduced. One wait per piece. In place
 // (recvbuf == sendbuf + r * count) is safe: a range of block r is staged before it is written.
+// When every rank's sendbuf is registered (plx_comm_register), calls from
+// kRegisteredPullMinBytes (1 MiB) reduce straight out of the peers' sendbufs instead
+// (shm_registered_pull.cpp).
 #include "comm/algorithms/algorithms.h"
 #include "comm/algorithms/shm_pieces.h"
+#include "comm/algorithms/shm_registered.h"
 
 #include <cstring>
 
@@ -23,11 +31,24 @@ plx_result_t shm_reduce_scatter(Transport& transport, uint64_t tag_base, const C
   const size_t elem = datatype_bytes(args.datatype);
   PeerMemory* peers = args.peers;
   if (!peers || peers->size() != n || n == 1 || peers->slot_bytes() / elem < size_t(n)) {
+    if (args.check) {
+      const NoteCheck* riding = nullptr;
+      PLX_CHECK(ride_or_check(args, 0, "reduce_scatter:ring", &riding));
+    }
     return ring_reduce_scatter(transport, tag_base, args);
   }
   constexpr const char* kOp = "reduce_scatter:shm";
   const int r = peers->rank();
   const size_t per_piece = peers->slot_bytes() / elem / static_cast<size_t>(n);
+  const size_t bytes = args.count * elem * static_cast<size_t>(n);
+  const bool registered = registered_worth_trying(args, bytes, kRegisteredPullMinBytes);
+  const NoteCheck* riding = nullptr;
+  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_piece), kOp, &riding));
+  if (registered) {
+    bool done = false;
+    PLX_CHECK(shm_registered_reduce_scatter(*peers, args, &done));
+    if (done) return PLX_SUCCESS;
+  }
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
@@ -39,9 +60,11 @@ plx_result_t shm_reduce_scatter(Transport& transport, uint64_t tag_base, const C
     for (int q = 0; q < n; ++q) {
       std::memcpy(own + q * len * elem, in + (q * args.count + off) * elem, len * elem);
     }
+    if (riding) peers->post_note(g, riding->note, riding->bytes);
     peers->arrive(g);
     // 2. reduce block r
     PLX_CHECK(peers->wait_all_arrived(g, kOp));
+    if (riding) PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
     reduce_slots(out + off * elem, *peers, g, r * len * elem, len, args.datatype, args.op);
   }
   return PLX_SUCCESS;

@@ -11,6 +11,7 @@
 
 #include "comm/algorithms/deliberate_leak.h"
 #include "comm/algorithms/hierarchical_segments.h"
+#include "comm/algorithms/shm_registered.h"
 #include "comm/core/algorithm_choice.h"
 #include "comm/core/communicator.h"
 #include "comm/base/error.h"
@@ -88,23 +89,101 @@ Signature signature_of(const CollectiveOp& op, uint8_t algorithm) {
   return s;
 }
 
+// The bytes of sendbuf and recvbuf that a registered shm path (shm_registered.h) reads or
+// writes from the peers' processes, for the collectives that have one; false for the others.
+bool registered_extent(const CollArgs& a, int n, size_t* send_bytes, size_t* recv_bytes) {
+  const size_t block = a.count * datatype_bytes(a.datatype);
+  const size_t all = block * static_cast<size_t>(n);
+  switch (a.collective) {
+    case Collective::Allreduce:
+    case Collective::Broadcast: *send_bytes = *recv_bytes = block; return true;
+    case Collective::Allgather: *send_bytes = block; *recv_bytes = all; return true;
+    case Collective::ReduceScatter: *send_bytes = all; *recv_bytes = block; return true;
+    case Collective::Alltoall: *send_bytes = *recv_bytes = all; return true;
+    default: return false;
+  }
+}
+
+// Whether this rank's buffers that the registered path of the call would need are registered
+// on comm (the Signature's `registered`): sendbuf and recvbuf for allreduce (recvbuf alone for a
+// pre-multiplied sum, which scales into it first), the root's sendbuf for broadcast (any other
+// rank needs none), sendbuf for allgather and reduce-scatter (not after a pre-multiply, which
+// moves it to scratch memory), sendbuf not overlapping recvbuf for all-to-all. False below
+// kRegisteredMinBytes, where no registered path runs.
+bool registered_here(const plx_comm* comm, const CollectiveOp& op) {
+  const CollArgs& a = op.args;
+  size_t send_bytes = 0, recv_bytes = 0;
+  if (!a.peers || !registered_extent(a, comm->size, &send_bytes, &recv_bytes) ||
+      std::max(send_bytes, recv_bytes) < kRegisteredMinBytes) {
+    return false;
+  }
+  if (a.collective == Collective::Broadcast && comm->rank != a.root) return true;
+  if (comm->registrations.size() == 0) return false;
+  const auto has = [&](const void* p, size_t bytes) {
+    return comm->registrations.buffer_ref(p, bytes).alloc_id != 0;
+  };
+  switch (a.collective) {
+    case Collective::Allreduce:
+      return (op.premul || has(a.sendbuf, send_bytes)) && has(a.recvbuf, recv_bytes);
+    case Collective::Alltoall: {
+      const auto* s = static_cast<const unsigned char*>(a.sendbuf);
+      const auto* v = static_cast<const unsigned char*>(a.recvbuf);
+      return (s + send_bytes <= v || v + recv_bytes <= s) && has(a.sendbuf, send_bytes);
+    }
+    default: return !op.premul && has(a.sendbuf, send_bytes);
+  }
+}
+
+// plx_comm_last_algorithm's name for a shm call that ran on registered buffers
+// ("<collective>:shm_registered").
+const std::string& registered_name(Collective c) {
+  static const std::string names[] = {
+      "allreduce:shm_registered", "broadcast:shm_registered", "allgather:shm_registered",
+      "reduce_scatter:shm_registered", "alltoall:shm_registered", ""};
+  switch (c) {
+    case Collective::Allreduce: return names[0];
+    case Collective::Broadcast: return names[1];
+    case Collective::Allgather: return names[2];
+    case Collective::ReduceScatter: return names[3];
+    case Collective::Alltoall: return names[4];
+    default: return names[5];
+  }
+}
+
 bool moves_data(const CollArgs& a) {
   return a.collective == Collective::Barrier || a.collective == Collective::Alltoallv ||
          a.count > 0;
 }
 
-// Whether the argument check can ride the call's own first wait (NoteCheck, algorithms.h)
-// instead of a step of its own: the one-shot allreduce of one piece through a segment of every
-// rank, with nothing written before it (a pre-multiplied sum scales into recvbuf first).
-// Its one piece only: a mismatch must leave every rank one piece on, whatever the others ran.
+// Whether the argument check goes to the algorithm (CollArgs::check) to ride the call's own
+// first wait (NoteCheck, algorithms.h) instead of a step of its own: the one-host shm
+// algorithms that take it (the one-shot allreduce of one piece; broadcast, allgather,
+// reduce-scatter and all-to-all under kRegisteredMinBytes, where they run one piece as a rule
+// and otherwise check apart first, shm_pieces.h's ride_or_check), through a segment of every
+// rank, with nothing written before them (a pre-multiplied sum scales first). Larger calls keep
+// the check here, which also tells the registered paths whether every rank is registered.
 bool check_can_ride(const plx_comm* comm, const CollectiveOp& op, AlgorithmId chosen) {
   static_assert(sizeof(Signature) <= PeerMemory::kNoteBytes, "a signature fits a note");
   const CollArgs& a = op.args;
   const PeerMemory* peers = comm->peers.get();
-  return chosen == AlgorithmId::AllreduceShmOneshot && peers != nullptr &&
-         peers->size() == comm->size && comm->size <= kNoteCheckRanks && !op.premul &&
-         a.count > 0 &&
-         a.count * datatype_bytes(a.datatype) <= std::min(peers->slot_bytes(), kShmPieceBytes);
+  if (peers == nullptr || peers->size() != comm->size || comm->size > kNoteCheckRanks ||
+      op.premul || a.count == 0) {
+    return false;
+  }
+  const size_t bytes = a.count * datatype_bytes(a.datatype);
+  switch (chosen) {
+    case AlgorithmId::AllreduceShmOneshot:
+      return bytes <= std::min(peers->slot_bytes(), kShmPieceBytes);
+    case AlgorithmId::BroadcastShm:
+    case AlgorithmId::AllgatherShm:
+    case AlgorithmId::ReduceScatterShm:
+    case AlgorithmId::AlltoallShm: {
+      size_t send_bytes = 0, recv_bytes = 0;
+      return registered_extent(a, comm->size, &send_bytes, &recv_bytes) &&
+             std::max(send_bytes, recv_bytes) < kRegisteredMinBytes;
+    }
+    default: return false;
+  }
 }
 
 struct CheckContext {
@@ -159,32 +238,42 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
-  const Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
+  Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
+  signature.registered = registered_here(comm, op) ? 1 : 0;
   CheckContext context{comm->rank};
   const NoteCheck riding{&signature, sizeof(signature), judge_notes, &context};
   bool rides = false;
+  a.registered = EveryoneRegistered::Unknown;
   if (comm->check_args && comm->size > 1) {
     rides = check_can_ride(comm, op, chosen.id);
     if (!rides) {
+      bool everyone = false;
       PLX_CHECK(compare_signatures(*comm->transport, op.tag_base, signature, describe,
-                                   comm->peers.get()));
+                                   comm->peers.get(), &everyone));
+      a.registered = everyone ? EveryoneRegistered::Yes : EveryoneRegistered::No;
     }
   }
   if (!moves_data(a)) return PLX_SUCCESS;
   std::unique_ptr<unsigned char[]> scratch;
   if (op.premul) PLX_CHECK(apply_premul(comm, op, &scratch));
-  if (a.peers) a.peers->last_zero_copy = false;
-  if (a.collective == Collective::Allreduce && a.peers && comm->registrations.size() > 0) {
-    const size_t bytes = a.count * datatype_bytes(a.datatype);
-    a.send_ref = comm->registrations.buffer_ref(a.sendbuf, bytes);
-    a.recv_ref = comm->registrations.buffer_ref(a.recvbuf, bytes);
+  if (a.peers) a.peers->last_path = PeerMemory::Path::Staged;
+  size_t send_bytes = 0, recv_bytes = 0;
+  if (a.peers && a.registered != EveryoneRegistered::No && comm->registrations.size() > 0 &&
+      registered_extent(a, comm->size, &send_bytes, &recv_bytes)) {
+    a.send_ref = comm->registrations.buffer_ref(a.sendbuf, send_bytes);
+    a.recv_ref = comm->registrations.buffer_ref(a.recvbuf, recv_bytes);
+    const auto* s = static_cast<const unsigned char*>(a.sendbuf);
+    const auto* v = static_cast<const unsigned char*>(a.recvbuf);
+    if (a.collective == Collective::Alltoall && !(s + send_bytes <= v || v + recv_bytes <= s)) {
+      a.send_ref = SharedBufferRef{};  // in place: the staged path (shm_registered_pull.cpp)
+    }
   }
   a.check = rides ? &riding : nullptr;
   const plx_result_t ran = chosen.fn(*comm->transport, op.tag_base, a);
   a.check = nullptr;  // it points into this frame
   PLX_CHECK(ran);
-  if (a.collective == Collective::Allreduce && a.peers && a.peers->last_zero_copy) {
-    comm->last_algorithm = "allreduce:shm_registered";
+  if (a.peers && a.peers->last_path == PeerMemory::Path::Registered) {
+    comm->last_algorithm = registered_name(a.collective);
   }
   return PLX_SUCCESS;
 }

@@ -10,7 +10,8 @@
 // A registration is a byte range inside one allocation that a communicator may read and write
 // directly from its peers' processes. At a call, buffer_ref() turns a buffer into a
 // SharedBufferRef when the whole buffer lies in one registered range of a live allocation; the
-// algorithm (shm_registered_allreduce.cpp) uses it only when every rank's buffers resolve.
+// registered shm algorithms (comm/algorithms/shm_registered.h) use it only when every rank's
+// needed buffers resolve.
 #pragma once
 
 #include <cstddef>

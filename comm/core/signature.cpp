@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -19,12 +20,18 @@ struct Extremes {
   Signature max;
   int32_t min_rank = 0;
   int32_t max_rank = 0;
+  uint32_t registered = 1;  // AND of the `registered` seen
+  uint32_t pad = 0;
 };
 
-
-int compare(const Signature& a, const Signature& b) { return std::memcmp(&a, &b, sizeof(a)); }
+// Everything but `registered`, the last field, which ranks may differ in.
+int compare(const Signature& a, const Signature& b) {
+  static_assert(offsetof(Signature, registered) + sizeof(uint32_t) == sizeof(Signature));
+  return std::memcmp(&a, &b, offsetof(Signature, registered));
+}
 
 void combine(Extremes& mine, const Extremes& theirs) {
+  mine.registered &= theirs.registered;
   const int low = compare(theirs.min, mine.min);
   if (low < 0 || (low == 0 && theirs.min_rank < mine.min_rank)) {
     mine.min = theirs.min;
@@ -55,10 +62,12 @@ plx_result_t verdict(const Extremes& state, int r, DescribeSignature describe) {
 Extremes extremes_of(const Signature* all, int n) {
   Extremes state;
   state.min = state.max = all[0];
+  state.registered = all[0].registered != 0 ? 1 : 0;
   for (int i = 1; i < n; ++i) {
     Extremes one;
     one.min = one.max = all[i];
     one.min_rank = one.max_rank = i;
+    one.registered = all[i].registered != 0 ? 1 : 0;
     combine(state, one);
   }
   return state;
@@ -67,12 +76,14 @@ Extremes extremes_of(const Signature* all, int n) {
 }  // namespace
 
 plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const Signature& mine,
-                                DescribeSignature describe, PeerMemory* peers) {
+                                DescribeSignature describe, PeerMemory* peers,
+                                bool* all_registered) {
   const int n = transport.size();
   const int r = transport.rank();
   Extremes state;
   state.min = state.max = mine;
   state.min_rank = state.max_rank = r;
+  state.registered = mine.registered != 0 ? 1 : 0;
   if (peers != nullptr && peers->size() == n && n > 1) {
     // The segment of a one-host communicator: its member i is rank i (PeerMemory::open).
     Signature few[kNoteCheckRanks];
@@ -85,7 +96,10 @@ plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const S
     // No op prefix: the C ABI's names the call, as for the messages' failures below.
     PLX_CHECK(peers->exchange_notes(&mine, sizeof(mine), all, "",
                                     "arrive at the argument check of piece"));
-    return judge_signatures(all, n, r, describe);
+    state = extremes_of(all, n);
+    PLX_CHECK(verdict(state, r, describe));
+    if (all_registered) *all_registered = state.registered == 1;
+    return PLX_SUCCESS;
   }
   uint64_t round = 0;
   for (int distance = 1; distance < n; distance *= 2, ++round) {
@@ -98,7 +112,9 @@ plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const S
     PLX_CHECK(pipe.finish());
     combine(state, incoming);
   }
-  return verdict(state, r, describe);
+  PLX_CHECK(verdict(state, r, describe));
+  if (all_registered) *all_registered = state.registered == 1;
+  return PLX_SUCCESS;
 }
 
 plx_result_t judge_signatures(const Signature* all, int n, int rank, DescribeSignature describe) {

@@ -18,7 +18,14 @@
 // collective's check then needs the segment: after a failed wait through it (a timeout, a lost
 // peer) every later call fails with that error, as the shm algorithms already did; rebuild
 // the communicator. A rank whose PLEXUS_CHECK_ARGS differs is caught by the notes' piece stamps
-// (PLX_ERROR_MISMATCH on the ranks that check).
+// (PLX_ERROR_MISMATCH on the ranks that check). On calls of one piece the one-host shm algorithms
+// (the one-shot allreduce; broadcast, allgather, reduce-scatter and all-to-all under 256 KiB)
+// carry the notes with their own piece instead (NoteCheck, algorithms.h; run_task.cpp's
+// check_can_ride), so the check costs no wait of its own there.
+//
+// A signature also carries, uncompared, whether the rank's buffers are registered for the
+// registered shm paths (comm/algorithms/shm_registered.h); compare_signatures ANDs it over the
+// ranks, so that every rank skips those paths' handshake alike when some rank is not.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +46,9 @@ struct Signature {
   uint64_t count = 0;
   uint64_t premul_scalar = 0;  // bits of the scalar, 0 when not a pre-multiplied sum
   uint32_t flags = 0;          // kSignaturePremul, kSignatureRefused
-  uint32_t reserved = 0;
+  // 1 when this rank's buffers that the registered shm paths would need are registered
+  // (CollArgs::registered). Not compared: ranks may differ; the check ANDs it over the ranks.
+  uint32_t registered = 0;
 };
 static_assert(sizeof(Signature) == 32, "the signature travels as 32 bytes");
 constexpr uint32_t kSignaturePremul = 1u;   // flags: a pre-multiplied sum
@@ -53,10 +62,13 @@ using DescribeSignature = std::string (*)(const Signature&);
 plx_result_t judge_signatures(const Signature* all, int n, int rank, DescribeSignature describe);
 
 // Collective over the transport's ranks. PLX_ERROR_MISMATCH (message naming both ranks' calls)
-// or a transport's or a note's error; PLX_SUCCESS when all signatures are equal. `peers`: the
-// communicator's peer memory (NULL: none); used when it spans every rank of `transport`, and
-// then on every rank alike (the segment is made or refused by all together).
+// or a transport's or a note's error; PLX_SUCCESS when all signatures are equal (but for
+// `registered`), and then *all_registered (when not NULL) tells whether every rank's
+// `registered` was 1. `peers`: the communicator's peer memory (NULL: none); used when it spans
+// every rank of `transport`, and then on every rank alike (the segment is made or refused by
+// all together).
 plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const Signature& mine,
-                                DescribeSignature describe, PeerMemory* peers);
+                                DescribeSignature describe, PeerMemory* peers,
+                                bool* all_registered = nullptr);
 
 }  // namespace plexus::comm

@@ -669,21 +669,35 @@ plx_result_t plx_comm_predict_time(plx_comm_t comm, const char* collective, size
  * it is registered on a communicator, collectives there may read and write it from the peers'
  * processes directly instead of copying through staging buffers.
  *
- * Today one path uses them: plx_allreduce / plx_iallreduce of at least 256 KiB on a
- * communicator whose ranks all share one host with peer memory (PLEXUS_SHM=1, the default),
- * when on EVERY rank both sendbuf and recvbuf (the whole count) lie in registered ranges
- * (plx_comm_last_algorithm then says "allreduce:shm_registered"). Each rank reduces its 1/n of
- * the vector straight from all the sendbufs into all the recvbufs: about 2x less memory traffic
- * than the staged path. When any rank's buffers are not registered, or a peer cannot map them
- * (another pid namespace), every rank takes the staged path: no error, the same values up to
- * rounding (the two paths add the ranks' terms in different orders, so float results may
- * differ in the last bits between them; within one call every rank gets the same bits). Large
- * unregistered calls cost one short barrier more for this. The first call on new buffers maps
- * them in every peer (about a page-table walk of the buffers): register buffers once and reuse
- * them, as with NCCL. Other collectives ignore registrations, as do communicators spanning
- * hosts or without peer memory (PLEXUS_SHM=0); the transport does not matter. plx_comm_set_algorithm
- * and PLEXUS_ALGO know no "shm_registered": force "allreduce:shm", which takes the registered
- * path whenever it can. Buffers of one rank must not overlap each other except exactly (in place).
+ * Five collectives use them, on a communicator whose ranks all share one host with peer memory
+ * (PLEXUS_SHM=1, the default), for calls that run the one-host "shm" algorithm, of at least
+ * 256 KiB (allreduce) or 1 MiB (the others), counting the larger of sendbuf and recvbuf
+ * (plx_comm_last_algorithm then says "<collective>:shm_registered"), the blocking calls and the
+ * plx_i* ones alike:
+ *   allreduce       when on EVERY rank sendbuf and recvbuf lie in registered ranges: each rank
+ *                   reduces its 1/n straight from all the sendbufs into all the recvbufs (about
+ *                   2x less memory traffic than the staged path);
+ *   broadcast       when the root's sendbuf is registered (the other ranks' buffers need not
+ *                   be): every other rank copies it straight into its recvbuf;
+ *   allgather       when every rank's sendbuf is registered: each rank copies every peer's
+ *                   block straight into its recvbuf;
+ *   reduce_scatter  when every rank's sendbuf is registered: each rank reduces its block
+ *                   straight from all the sendbufs into its recvbuf;
+ *   alltoall        when every rank's sendbuf is registered and no rank runs in place: each
+ *                   rank copies its block of every peer's sendbuf into its recvbuf.
+ * Each byte is then copied once instead of into a staging slot and out again. A rank writes only
+ * its own recvbuf, except in the allreduce. When a needed buffer is not registered on some rank,
+ * or a peer cannot map it (another pid namespace), every rank takes the staged path: no error,
+ * the same values up to rounding (the reducing paths add the ranks' terms in different orders,
+ * so float results may differ in the last bits between them; within one call every rank gets
+ * the same bits). Every rank learns whether all are registered from the argument check
+ * (PLEXUS_CHECK_ARGS); without it, large unregistered calls cost one short barrier more. The
+ * first call on new buffers maps them in every peer (about a page-table walk of the buffers):
+ * register buffers once and reuse them, as with NCCL. Other collectives ignore registrations,
+ * as do communicators spanning hosts or without peer memory (PLEXUS_SHM=0); the transport does
+ * not matter. plx_comm_set_algorithm and PLEXUS_ALGO know no "shm_registered": force
+ * "<collective>:shm", which takes the registered path whenever it can. Buffers of one rank must
+ * not overlap each other except exactly as the collective's in-place form.
  *
  * plx_mem_alloc: *ptr = `bytes` bytes (rounded up to whole pages) of zeroed host memory, an
  *   anonymous memfd mapped MAP_SHARED, its pages allocated at once (nothing is left behind when

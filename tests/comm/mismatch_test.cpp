@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -407,6 +408,65 @@ TEST_P(MismatchTest, EveryRankReportsBothSidesAndTheCommunicatorStillWorks) {
             if (recv[j] != -1.0f) return "counts close together: recvbuf written";
           }
           if (auto why = correct_allreduce(world.get(), rank, n, 98); !why.empty()) return why;
+          // The shm broadcast, allgather, reduce_scatter and alltoall carry the check with their
+          // one piece too (shm_pieces.h's ride_or_check): two collectives that both ride, and a
+          // rank whose larger call checks apart against ranks that ride; every rank reports it,
+          // no recvbuf is written, and the pieces still agree afterwards.
+          if (auto why = expect_success(
+                  plx_comm_set_algorithm(world.get(), "broadcast:shm,allgather:shm,"
+                                                      "reduce_scatter:shm,alltoall:shm"),
+                  "shm");
+              !why.empty()) {
+            return why;
+          }
+          const bool deviant = rank == n - 1;
+          std::vector<float> out(static_cast<size_t>(n) * 70000, -1.0f);
+          struct Riding {
+            const char* name;
+            std::function<plx_result_t()> call;
+            const char* fn;
+          };
+          const std::vector<Riding> riding = {
+              {"broadcast against allgather",
+               [&] {
+                 return deviant ? plx_allgather(send.data(), out.data(), 8, PLX_FLOAT32,
+                                                world.get(), nullptr)
+                                : plx_broadcast(send.data(), out.data(), 8, PLX_FLOAT32, 0,
+                                                world.get(), nullptr);
+               },
+               deviant ? "plx_allgather" : "plx_broadcast"},
+              {"allgather of 8 against 70000",
+               [&] {
+                 return plx_allgather(send.data(), out.data(), deviant ? 70000 : 8, PLX_FLOAT32,
+                                      world.get(), nullptr);
+               },
+               "plx_allgather"},
+              {"reduce_scatter against alltoall",
+               [&] {
+                 return deviant ? plx_alltoall(send.data(), out.data(), 8, PLX_FLOAT32,
+                                               world.get(), nullptr)
+                                : plx_reduce_scatter(send.data(), out.data(), 8, PLX_FLOAT32,
+                                                     PLX_SUM, world.get(), nullptr);
+               },
+               deviant ? "plx_alltoall" : "plx_reduce_scatter"},
+          };
+          int check = 97;
+          for (const Riding& r : riding) {
+            const plx_result_t got = r.call();
+            const std::string text = last_error_text();
+            if (got != PLX_ERROR_MISMATCH ||
+                text.find(std::string(r.fn) + ": rank " + std::to_string(rank) +
+                          ": mismatched collective calls: rank 0 called ") != 0) {
+              return std::string(r.name) + ": " + plx_get_error_string(got) + " \"" + text +
+                     "\"";
+            }
+            for (float v : out) {
+              if (v != -1.0f) return std::string(r.name) + ": recvbuf written";
+            }
+            if (auto why = correct_allreduce(world.get(), rank, n, check--); !why.empty()) {
+              return std::string(r.name) + ", then: " + why;
+            }
+          }
           return world.destroy("world");
         }());
       },

@@ -68,9 +68,10 @@ constexpr ConfigVariable kVariables[] = {
    "Bound in milliseconds on the rendezvous, on any single wait without progress, and on the "
    "shutdown handshake of plx_comm_destroy."},
   {"PLEXUS_SPIN_US", ConfigType::Integer, "200",
-   "Microseconds a rank waiting on the transport (libfabric, UCX) keeps polling, with "
-   "sched_yield between polls so that oversubscribed ranks give way, before it sleeps between "
-   "polls (libfabric: 20 us growing to 1 ms) or blocks on UCX's event descriptor. libfabric "
+   "Microseconds a rank waiting on the transport (libfabric, UCX) or on a peer's counter in "
+   "shared memory (the shm algorithms) keeps polling, with sched_yield between polls so that "
+   "oversubscribed ranks give way, before it sleeps between polls (libfabric: 20 us growing to 1 "
+   "ms), blocks on UCX's event descriptor or sleeps on the counter's futex. libfabric "
    "polls longer while the sends and receives it has posted and not finished total 64 KiB or "
    "more (tcp, udp and efa move a large message only while polled): for their bytes' time at 20 "
    "MB/s, at most 1 s, after the last completion, then sleeps at most 100 us at a time. "

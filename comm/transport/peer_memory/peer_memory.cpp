@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "comm/base/async_state.h"
+#include "comm/base/config.h"
 #include "comm/base/error.h"
 #include "comm/base/log.h"
 
@@ -29,7 +30,7 @@ constexpr size_t kNameBytes = 128;      // the create message: status byte, then
 constexpr int kSleepUs = 2000;          // one futex sleep; checks run between sleeps
 constexpr int kIdleSleepUs = 250;       // with IdleWork: run it at least this often
 constexpr int kSpins = 200;             // polls before the first sleep (a few microseconds)
-constexpr int kYields = 32;             // then polls after sched_yield (see wait_word)
+constexpr int kYields = 32;             // then polls after sched_yield, at least (see wait_word)
 constexpr auto kPidCheckEvery = std::chrono::milliseconds(50);
 
 plx_result_t exchange(Transport& transport, bool send, int peer, uint64_t tag, void* buf,
@@ -66,7 +67,12 @@ PeerMemory::PeerMemory(std::vector<int> members, int rank, int timeout_ms,
       rank_(rank),
       size_(static_cast<int>(members_.size())),
       timeout_ms_(timeout_ms),
-      async_(std::move(async)) {}
+      async_(std::move(async)) {
+  // A bad value fails communicator creation where the transport reads it (libfabric, UCX);
+  // here the default stays.
+  int spin_us = spin_us_;
+  if (config_spin_us(&spin_us) == PLX_SUCCESS) spin_us_ = spin_us;
+}
 
 PeerMemory::~PeerMemory() = default;
 
@@ -176,9 +182,16 @@ plx_result_t PeerMemory::wait_word(int peer, FutexWord RankWords::*member, uint3
     if (reached(word.value.load(std::memory_order_acquire), target)) return PLX_SUCCESS;
     cpu_relax();
   }
-  for (int i = 0; i < kYields; ++i) {
+  // Then polls with sched_yield between them (giving way to oversubscribed ranks) for
+  // PLEXUS_SPIN_US before it sleeps: a peer busy with a copy of tens of microseconds (a large
+  // piece) is then met without a futex round trip. Not with idle work (a group's sends and
+  // receives, a hierarchical algorithm's network steps): that must run at least every
+  // kIdleSleepUs, which the loop below does.
+  const auto spin_end = Clock::now() + std::chrono::microseconds(idle ? 0 : spin_us_);
+  for (int i = 0;; ++i) {
     ::sched_yield();
     if (reached(word.value.load(std::memory_order_acquire), target)) return PLX_SUCCESS;
+    if (i >= kYields && Clock::now() >= spin_end) break;
   }
   const auto start = Clock::now();
   auto next_pid_check = start + kPidCheckEvery;

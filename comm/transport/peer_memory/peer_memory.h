@@ -140,12 +140,14 @@ class PeerMemory {
   // Member `peer`'s process id as this process can use it (/proc/<pid>), or 0 when it runs in
   // another pid namespace (then its plx_mem_alloc buffers cannot be mapped from here).
   pid_t peer_pid(int peer) const;
-  // The peers' plx_mem_alloc allocations mapped here (the registered-buffer allreduce,
-  // shm_registered_allreduce.cpp); unmapped with the segment.
+  // The peers' plx_mem_alloc allocations mapped here (the registered-buffer paths,
+  // comm/algorithms/shm_registered.h); unmapped with the segment.
   PeerAllocations& allocations() { return allocations_; }
-  // Whether the last allreduce through this segment read and wrote the ranks' registered
-  // buffers directly (for plx_comm_last_algorithm); set by the shm allreduce.
-  bool last_zero_copy = false;
+  // How the last collective through this segment moved its data, for plx_comm_last_algorithm:
+  // the caller sets Staged before a call; registered_end (comm/algorithms/shm_registered.h)
+  // sets Registered.
+  enum class Path : uint8_t { Staged, Registered };
+  Path last_path = Path::Staged;
 
   PeerMemory(const PeerMemory&) = delete;
   PeerMemory& operator=(const PeerMemory&) = delete;
@@ -167,6 +169,7 @@ class PeerMemory {
   int size_ = 1;
   size_t slot_bytes_ = 0;
   int timeout_ms_ = 300000;
+  int spin_us_ = 200;  // PLEXUS_SPIN_US: how long a wait polls (yielding) before it sleeps
   std::shared_ptr<AsyncState> async_;
   const IdleWork* background_ = nullptr;
   uint32_t next_piece_ = 0;

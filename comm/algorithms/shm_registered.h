@@ -1,0 +1,83 @@
+// shm_registered.h - the handshake that lets a shm algorithm work straight on its peers'
+// registered buffers (plx_mem_alloc + plx_comm_register, comm/core/shared_allocations.h)
+// instead of staging through the peer-memory slots, as NCCL does with user-buffer registration
+// on NVLink. Used by shm_registered_allreduce.cpp and shm_registered_pull.cpp.
+//
+// Three barriers on the peer-memory segment's piece counters (pieces g, g+1, g+2 of
+// peer_memory.h; only a few bytes of each slot are used):
+//
+//   A. announce  rank r writes its buffers' references (shared_buffer.h) into slot(r, g) and
+//                arrives at g. If a buffer the algorithm needs is not registered, every rank
+//                sees it alike and the staged path runs.
+//   B. mapped    each rank maps the needed buffers of every peer (cached across calls) and
+//                publishes whether it could in slot(r, g+1). If any could not, every rank
+//                falls back. Skipped when the needed buffers lie in the allocations that every
+//                rank mapped at the last B that succeeded (the steady state of a training loop
+//                or benchmark): those mappings are cached and kept, so they cannot fail.
+//   C. done      after the algorithm's work (registered_end): every rank arrives at g+2 and
+//                waits for everyone, after which no rank touches another's buffers, so a rank
+//                returning may hand its buffers back to the caller.
+//
+// Decisions are the same on every rank: each reads the same published announcements.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/shm_pieces.h"
+
+namespace plexus::comm {
+
+// Which ranks' buffers the algorithm reads or writes in its peers' processes.
+struct RegisteredNeeds {
+  bool send_all = false;  // every rank's sendbuf
+  int send_root = -1;     // only this rank's sendbuf (broadcast); -1: none
+  bool recv_all = false;  // every rank's recvbuf (allreduce writes its peers' results)
+};
+
+// A call between registered buffers: rank q's buffers as this process sees them (its own:
+// args.sendbuf and args.recvbuf), nullptr where not needed.
+struct RegisteredCall {
+  std::vector<const unsigned char*> send;
+  std::vector<unsigned char*> recv;
+  uint32_t done_piece = 0;  // C's piece
+};
+
+// Phases A and B for a call whose sendbuf holds send_bytes and recvbuf recv_bytes (the same on
+// every rank). Reserves three pieces. *ok true: `call` holds the mappings and the caller must
+// do its work and then registered_end(); false (alike on every rank): some needed buffer is
+// not registered or could not be mapped, the pieces are consumed, and the staged path runs.
+// Errors: a peer that died or timed out (wait_all_arrived's), PLX_ERROR_INTERNAL when an
+// allocation verified before fails to resolve.
+plx_result_t registered_begin(PeerMemory& peers, const CollArgs& args, uint64_t send_bytes,
+                              uint64_t recv_bytes, const RegisteredNeeds& needs,
+                              const char* op_name, RegisteredCall* call, bool* ok);
+
+// Phase C: arrive and wait for every rank; peers.last_path = Registered.
+plx_result_t registered_end(PeerMemory& peers, const RegisteredCall& call, const char* op_name);
+
+// The pulls (broadcast, allgather, reduce-scatter, all-to-all) start at 1 MiB, the allreduce at
+// kRegisteredMinBytes (256 KiB): a pull is synchronous (an owner waits for its readers, where
+// the staged paths run a piece ahead), and on the 2-core VM the pulls of 256 KiB lost to the
+// slots with 4 ranks (allgather 1.7 against 4.1 GB/s busbw) while from 1 MiB they win but for
+// allgather on 4 ranks (docs/performance.md).
+constexpr size_t kRegisteredPullMinBytes = size_t{1} << 20;
+
+// Whether a shm algorithm should try the registered path for a call of `bytes` (the larger of
+// its sendbuf and recvbuf): from `min_bytes`, unless the argument check found some rank
+// unregistered (CollArgs::registered). The same answer on every rank.
+inline bool registered_worth_trying(const CollArgs& args, uint64_t bytes,
+                                    size_t min_bytes = kRegisteredMinBytes) {
+  return bytes >= min_bytes && args.registered != EveryoneRegistered::No;
+}
+
+// The pull algorithms of shm_registered_pull.cpp, each run by every rank of `peers` alike when
+// registered_worth_trying(.., kRegisteredPullMinBytes); *done false (on every rank alike) when
+// the staged path must run.
+plx_result_t shm_registered_broadcast(PeerMemory& peers, const CollArgs& args, bool* done);
+plx_result_t shm_registered_allgather(PeerMemory& peers, const CollArgs& args, bool* done);
+plx_result_t shm_registered_reduce_scatter(PeerMemory& peers, const CollArgs& args, bool* done);
+plx_result_t shm_registered_alltoall(PeerMemory& peers, const CollArgs& args, bool* done);
+
+}  // namespace plexus::comm
