@@ -64,6 +64,40 @@ plx_result_t registered_end(PeerMemory& peers, const RegisteredCall& call, const
 // allgather on 4 ranks (docs/performance.md).
 constexpr size_t kRegisteredPullMinBytes = size_t{1} << 20;
 
+// The whole registered call: registered_begin, then work(call) when every rank may go on, then
+// registered_end; *done tells whether the work ran (false alike on every rank: stage instead).
+template <typename Work>
+plx_result_t run_registered(PeerMemory& peers, const CollArgs& args, uint64_t send_bytes,
+                            uint64_t recv_bytes, const RegisteredNeeds& needs,
+                            const char* op_name, bool* done, Work&& work) {
+  *done = false;
+  RegisteredCall call;
+  bool ok = false;
+  PLX_CHECK(registered_begin(peers, args, send_bytes, recv_bytes, needs, op_name, &call, &ok));
+  if (!ok) return PLX_SUCCESS;
+  work(call);
+  PLX_CHECK(registered_end(peers, call, op_name));
+  *done = true;
+  return PLX_SUCCESS;
+}
+
+// dst = the reduction, in the order r, r+1, .., r-1, of `count` elements at byte `at` of every
+// rank's sendbuf in `call` (divided by n for PLX_AVG); dst may be rank r's own term (in place).
+inline void reduce_registered(unsigned char* dst, const RegisteredCall& call, size_t at,
+                              size_t count, int r, int n, const CollArgs& args) {
+  const unsigned char* first = call.send[r] + at;
+  const unsigned char* next = call.send[(r + 1) % n] + at;
+  if (dst == first) {
+    reduce_into(dst, next, count, args.datatype, args.op);
+  } else {
+    reduce_copy(dst, first, next, count, args.datatype, args.op);
+  }
+  for (int j = 2; j < n; ++j) {
+    reduce_into(dst, call.send[(r + j) % n] + at, count, args.datatype, args.op);
+  }
+  if (args.op == PLX_AVG) divide_by(dst, count, args.datatype, static_cast<size_t>(n));
+}
+
 // Whether a shm algorithm should try the registered path for a call of `bytes` (the larger of
 // its sendbuf and recvbuf): from `min_bytes`, unless the argument check found some rank
 // unregistered (CollArgs::registered). The same answer on every rank.

@@ -29,41 +29,23 @@ constexpr size_t kChunkBytes = size_t{32} << 10;  // reduced in L1/L2 before the
 }  // namespace
 
 plx_result_t shm_registered_allreduce(PeerMemory& peers, const CollArgs& args, bool* done) {
-  constexpr const char* op_name = "allreduce:shm";
-  *done = false;
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
   const uint64_t bytes = static_cast<uint64_t>(args.count) * elem;
   RegisteredNeeds needs;
   needs.send_all = needs.recv_all = true;
-  RegisteredCall call;
-  bool ok = false;
-  PLX_CHECK(registered_begin(peers, args, bytes, bytes, needs, op_name, &call, &ok));
-  if (!ok) return PLX_SUCCESS;
-  const std::vector<const unsigned char*>& send = call.send;
-  const std::vector<unsigned char*>& recv = call.recv;
-  const PieceSpan part = piece_part(args.count, n, r, elem);
-  const size_t per_chunk = std::max<size_t>(1, kChunkBytes / elem);
-  for (size_t begin = part.begin; begin < part.begin + part.count; begin += per_chunk) {
-    const size_t count = std::min(per_chunk, part.begin + part.count - begin);
-    const size_t at = begin * elem;
-    unsigned char* dst = recv[r] + at;
-    const unsigned char* first = send[r] + at;
-    const unsigned char* next = send[(r + 1) % n] + at;
-    if (dst == first) {
-      reduce_into(dst, next, count, args.datatype, args.op);
-    } else {
-      reduce_copy(dst, first, next, count, args.datatype, args.op);
-    }
-    for (int j = 2; j < n; ++j) {
-      reduce_into(dst, send[(r + j) % n] + at, count, args.datatype, args.op);
-    }
-    if (args.op == PLX_AVG) divide_by(dst, count, args.datatype, static_cast<size_t>(n));
-    for (int j = 1; j < n; ++j) std::memcpy(recv[(r + j) % n] + at, dst, count * elem);
-  }
-  PLX_CHECK(registered_end(peers, call, op_name));
-  *done = true;
-  return PLX_SUCCESS;
+  return run_registered(
+      peers, args, bytes, bytes, needs, "allreduce:shm", done, [&](const RegisteredCall& call) {
+        const PieceSpan part = piece_part(args.count, n, r, elem);
+        const size_t per_chunk = std::max<size_t>(1, kChunkBytes / elem);
+        for (size_t begin = part.begin; begin < part.begin + part.count; begin += per_chunk) {
+          const size_t count = std::min(per_chunk, part.begin + part.count - begin);
+          const size_t at = begin * elem;
+          unsigned char* dst = call.recv[r] + at;
+          reduce_registered(dst, call, at, count, r, n, args);
+          for (int j = 1; j < n; ++j) std::memcpy(call.recv[(r + j) % n] + at, dst, count * elem);
+        }
+      });
 }
 
 }  // namespace plexus::comm

@@ -37,99 +37,69 @@ constexpr size_t kChunkBytes = size_t{32} << 10;  // reduced in L1/L2 chunk by c
 }  // namespace
 
 plx_result_t shm_registered_broadcast(PeerMemory& peers, const CollArgs& args, bool* done) {
-  constexpr const char* op_name = "broadcast:shm";
-  *done = false;
   const int r = peers.rank(), root = args.root;
   const uint64_t bytes = static_cast<uint64_t>(args.count) * datatype_bytes(args.datatype);
   RegisteredNeeds needs;
   needs.send_root = root;
-  RegisteredCall call;
-  bool ok = false;
-  PLX_CHECK(registered_begin(peers, args, bytes, bytes, needs, op_name, &call, &ok));
-  if (!ok) return PLX_SUCCESS;
-  if (r != root || call.send[r] != call.recv[r]) std::memcpy(call.recv[r], call.send[root], bytes);
-  PLX_CHECK(registered_end(peers, call, op_name));
-  *done = true;
-  return PLX_SUCCESS;
+  return run_registered(peers, args, bytes, bytes, needs, "broadcast:shm", done,
+                        [&](const RegisteredCall& call) {
+                          if (r != root || call.send[r] != call.recv[r]) {
+                            std::memcpy(call.recv[r], call.send[root], bytes);
+                          }
+                        });
 }
 
 plx_result_t shm_registered_allgather(PeerMemory& peers, const CollArgs& args, bool* done) {
-  constexpr const char* op_name = "allgather:shm";
-  *done = false;
   const int n = peers.size(), r = peers.rank();
   const uint64_t block = static_cast<uint64_t>(args.count) * datatype_bytes(args.datatype);
   RegisteredNeeds needs;
   needs.send_all = true;
-  RegisteredCall call;
-  bool ok = false;
-  PLX_CHECK(registered_begin(peers, args, block, block * n, needs, op_name, &call, &ok));
-  if (!ok) return PLX_SUCCESS;
-  unsigned char* out = call.recv[r];
-  for (int j = 1; j < n; ++j) {
-    const int q = (r + j) % n;
-    std::memcpy(out + q * block, call.send[q], block);
-  }
-  if (call.send[r] != out + r * block) std::memcpy(out + r * block, call.send[r], block);
-  PLX_CHECK(registered_end(peers, call, op_name));
-  *done = true;
-  return PLX_SUCCESS;
+  return run_registered(peers, args, block, block * n, needs, "allgather:shm", done,
+                        [&](const RegisteredCall& call) {
+                          unsigned char* out = call.recv[r];
+                          for (int j = 1; j < n; ++j) {
+                            const int q = (r + j) % n;
+                            std::memcpy(out + q * block, call.send[q], block);
+                          }
+                          if (call.send[r] != out + r * block) {
+                            std::memcpy(out + r * block, call.send[r], block);
+                          }
+                        });
 }
 
 plx_result_t shm_registered_reduce_scatter(PeerMemory& peers, const CollArgs& args,
                                            bool* done) {
-  constexpr const char* op_name = "reduce_scatter:shm";
-  *done = false;
   const int n = peers.size(), r = peers.rank();
   const size_t elem = datatype_bytes(args.datatype);
   const uint64_t block = static_cast<uint64_t>(args.count) * elem;
   RegisteredNeeds needs;
   needs.send_all = true;
-  RegisteredCall call;
-  bool ok = false;
-  PLX_CHECK(registered_begin(peers, args, block * n, block, needs, op_name, &call, &ok));
-  if (!ok) return PLX_SUCCESS;
-  const size_t per_chunk = std::max<size_t>(1, kChunkBytes / elem);
-  const size_t mine = static_cast<size_t>(r) * block;  // block r's offset in every sendbuf
-  for (size_t begin = 0; begin < args.count; begin += per_chunk) {
-    const size_t count = std::min(per_chunk, args.count - begin);
-    const size_t at = mine + begin * elem;
-    unsigned char* dst = call.recv[r] + begin * elem;
-    const unsigned char* first = call.send[r] + at;
-    const unsigned char* next = call.send[(r + 1) % n] + at;
-    if (dst == first) {
-      reduce_into(dst, next, count, args.datatype, args.op);
-    } else {
-      reduce_copy(dst, first, next, count, args.datatype, args.op);
-    }
-    for (int j = 2; j < n; ++j) {
-      reduce_into(dst, call.send[(r + j) % n] + at, count, args.datatype, args.op);
-    }
-    if (args.op == PLX_AVG) divide_by(dst, count, args.datatype, static_cast<size_t>(n));
-  }
-  PLX_CHECK(registered_end(peers, call, op_name));
-  *done = true;
-  return PLX_SUCCESS;
+  return run_registered(
+      peers, args, block * n, block, needs, "reduce_scatter:shm", done,
+      [&](const RegisteredCall& call) {
+        const size_t per_chunk = std::max<size_t>(1, kChunkBytes / elem);
+        const size_t mine = static_cast<size_t>(r) * block;  // block r's offset in every sendbuf
+        for (size_t begin = 0; begin < args.count; begin += per_chunk) {
+          const size_t count = std::min(per_chunk, args.count - begin);
+          reduce_registered(call.recv[r] + begin * elem, call, mine + begin * elem, count, r, n,
+                            args);
+        }
+      });
 }
 
 plx_result_t shm_registered_alltoall(PeerMemory& peers, const CollArgs& args, bool* done) {
-  constexpr const char* op_name = "alltoall:shm";
-  *done = false;
   const int n = peers.size(), r = peers.rank();
   const uint64_t block = static_cast<uint64_t>(args.count) * datatype_bytes(args.datatype);
   RegisteredNeeds needs;
   needs.send_all = true;
-  RegisteredCall call;
-  bool ok = false;
-  PLX_CHECK(registered_begin(peers, args, block * n, block * n, needs, op_name, &call, &ok));
-  if (!ok) return PLX_SUCCESS;
-  unsigned char* out = call.recv[r];
-  for (int j = 0; j < n; ++j) {
-    const int q = (r + j) % n;
-    std::memcpy(out + q * block, call.send[q] + r * block, block);
-  }
-  PLX_CHECK(registered_end(peers, call, op_name));
-  *done = true;
-  return PLX_SUCCESS;
+  return run_registered(peers, args, block * n, block * n, needs, "alltoall:shm", done,
+                        [&](const RegisteredCall& call) {
+                          unsigned char* out = call.recv[r];
+                          for (int j = 0; j < n; ++j) {
+                            const int q = (r + j) % n;
+                            std::memcpy(out + q * block, call.send[q] + r * block, block);
+                          }
+                        });
 }
 
 }  // namespace plexus::comm

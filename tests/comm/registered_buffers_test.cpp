@@ -27,6 +27,7 @@
 
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/registered_buffer.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
@@ -34,43 +35,6 @@ namespace plexus::test {
 namespace {
 
 constexpr size_t kThresholdBytes = size_t{256} << 10;  // shm_pieces.h kRegisteredMinBytes
-constexpr size_t kGuardBytes = 64;
-constexpr unsigned char kGuard = 0x5a;
-
-// A plx_mem_alloc allocation with kGuardBytes on each side of a registered middle of `bytes`.
-class RegisteredBuffer {
- public:
-  RegisteredBuffer(plx_comm_t comm, size_t bytes, bool registered, std::string* why)
-      : comm_(comm), bytes_(bytes) {
-    *why = expect_success(plx_mem_alloc(&base_, bytes + 2 * kGuardBytes), "plx_mem_alloc");
-    if (!why->empty()) return;
-    std::memset(base_, kGuard, bytes + 2 * kGuardBytes);
-    if (registered) {
-      *why = expect_success(plx_comm_register(comm, data(), bytes, &handle_), "plx_comm_register");
-    }
-  }
-  ~RegisteredBuffer() {
-    if (handle_) plx_comm_deregister(comm_, handle_);
-    if (base_) plx_mem_free(base_);
-  }
-  RegisteredBuffer(const RegisteredBuffer&) = delete;
-  RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
-
-  unsigned char* data() const { return static_cast<unsigned char*>(base_) + kGuardBytes; }
-  bool guards_intact() const {
-    const auto* p = static_cast<const unsigned char*>(base_);
-    for (size_t i = 0; i < kGuardBytes; ++i) {
-      if (p[i] != kGuard || p[kGuardBytes + bytes_ + i] != kGuard) return false;
-    }
-    return true;
-  }
-
- private:
-  plx_comm_t comm_;
-  size_t bytes_;
-  void* base_ = nullptr;
-  void* handle_ = nullptr;
-};
 
 EnvList registered_env() {
   EnvList env = transport_env(shm_available() ? "shm" : "tcp", 60000);
@@ -97,12 +61,6 @@ size_t peer_allocations_mapped() {
              line.find(own) == std::string::npos;
   }
   return count;
-}
-
-std::string last_algorithm(plx_comm_t comm) {
-  const char* name = nullptr;
-  plx_comm_last_algorithm(comm, &name);
-  return name ? name : "NULL";
 }
 
 // One allreduce of `count` elements on buffers registered or not; checks values, sendbuf, guards
@@ -148,18 +106,7 @@ std::string one_allreduce(plx_comm_t comm, int rank, int n, size_t count, plx_da
 
 // Runs `body` on n forked ranks with a world communicator; every rank must return "".
 void run_world(int n, const std::function<std::string(int, plx_comm_t)>& body) {
-  const auto outcomes = run_ranks(
-      n,
-      [&](int rank) {
-        OwnedComm comm;
-        std::string why = open_world(n, &comm);
-        if (why.empty()) why = body(rank, comm.get());
-        if (why.empty()) why = comm.destroy("world");
-        return rank_result(rank, why);
-      },
-      240.0, registered_env());
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << n << " ranks: " << why;
+  run_registered_world(n, body, registered_env());
 }
 
 // Just over the threshold, and not a multiple of 64 bytes times the ranks.

@@ -23,6 +23,7 @@
 
 #include "plexus/plexus.h"
 #include "tests/comm/collective_reference.h"
+#include "tests/comm/registered_buffer.h"
 #include "tests/comm/transport_cases.h"
 #include "tests/support/multiprocess.h"
 
@@ -30,8 +31,6 @@ namespace plexus::test {
 namespace {
 
 constexpr size_t kThresholdBytes = size_t{1} << 20;  // shm_registered.h kRegisteredPullMinBytes
-constexpr size_t kGuardBytes = 64;
-constexpr unsigned char kGuard = 0x5a;
 
 enum class Kind { Broadcast, Allgather, ReduceScatter, Alltoall };
 
@@ -44,42 +43,6 @@ const char* kind_name(Kind k) {
   }
   return "?";
 }
-
-// A plx_mem_alloc allocation with kGuardBytes on each side of a middle of `bytes`, registered
-// on comm or not.
-class GuardedBuffer {
- public:
-  GuardedBuffer(plx_comm_t comm, size_t bytes, bool registered, std::string* why)
-      : comm_(comm), bytes_(bytes) {
-    *why = expect_success(plx_mem_alloc(&base_, bytes + 2 * kGuardBytes), "plx_mem_alloc");
-    if (!why->empty()) return;
-    std::memset(base_, kGuard, bytes + 2 * kGuardBytes);
-    if (registered) {
-      *why = expect_success(plx_comm_register(comm, data(), bytes, &handle_), "plx_comm_register");
-    }
-  }
-  ~GuardedBuffer() {
-    if (handle_) plx_comm_deregister(comm_, handle_);
-    if (base_) plx_mem_free(base_);
-  }
-  GuardedBuffer(const GuardedBuffer&) = delete;
-  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-
-  unsigned char* data() const { return static_cast<unsigned char*>(base_) + kGuardBytes; }
-  bool guards_intact() const {
-    const auto* p = static_cast<const unsigned char*>(base_);
-    for (size_t i = 0; i < kGuardBytes; ++i) {
-      if (p[i] != kGuard || p[kGuardBytes + bytes_ + i] != kGuard) return false;
-    }
-    return true;
-  }
-
- private:
-  plx_comm_t comm_;
-  size_t bytes_;
-  void* base_ = nullptr;
-  void* handle_ = nullptr;
-};
 
 // Byte j of the data rank `from` sends in block `block` (broadcast: block 0 of the root).
 unsigned char copy_byte(int from, int block, size_t j) {
@@ -97,12 +60,6 @@ std::string check_copy(const unsigned char* p, size_t n, int from, int block,
     }
   }
   return "";
-}
-
-std::string last_algorithm(plx_comm_t comm) {
-  const char* name = nullptr;
-  plx_comm_last_algorithm(comm, &name);
-  return name ? name : "NULL";
 }
 
 struct Call {
@@ -129,9 +86,9 @@ std::string run_call(plx_comm_t comm, int rank, int n, const Call& c) {
   if (c.kind == Kind::ReduceScatter) send_bytes = all;
   if (c.kind == Kind::Alltoall) send_bytes = recv_bytes = all;
   std::string why;
-  GuardedBuffer send(comm, send_bytes, c.registered, &why);
+  RegisteredBuffer send(comm, send_bytes, c.registered, &why);
   if (!why.empty()) return what + why;
-  GuardedBuffer recv(comm, recv_bytes, c.registered, &why);
+  RegisteredBuffer recv(comm, recv_bytes, c.registered, &why);
   if (!why.empty()) return what + why;
 
   // The inputs, then the call; twice on the same buffers, so that the second call finds them
@@ -232,18 +189,7 @@ EnvList registered_env(bool check_args = true) {
 // Runs `body` on n forked ranks with a world communicator; every rank must return "".
 void run_world(int n, const std::function<std::string(int, plx_comm_t)>& body,
                const EnvList& env = registered_env()) {
-  const auto outcomes = run_ranks(
-      n,
-      [&](int rank) {
-        OwnedComm comm;
-        std::string why = open_world(n, &comm);
-        if (why.empty()) why = body(rank, comm.get());
-        if (why.empty()) why = comm.destroy("world");
-        return rank_result(rank, why);
-      },
-      240.0, env);
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << n << " ranks: " << why;
+  run_registered_world(n, body, env);
 }
 
 // Elements per block just over the threshold for the call's largest buffer, and odd.
