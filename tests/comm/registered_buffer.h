@@ -79,4 +79,9 @@ inline void run_registered_world(int n, const std::function<std::string(int, plx
   EXPECT_TRUE(all_passed(outcomes, &why)) << n << " ranks: " << why;
 }
 
+// The name of a test parameterised by its rank count: "3ranks".
+inline std::string ranks_param_name(const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "ranks";
+}
+
 }  // namespace plexus::test

@@ -133,10 +133,7 @@ TEST_P(RegisteredAllreduce, EveryDatatypeAndOpMatchesTheReference) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, RegisteredAllreduce, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::to_string(info.param) + "ranks";
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, RegisteredAllreduce, ::testing::Values(2, 3, 4), ranks_param_name);
 
 TEST(RegisteredAllreduceForms, PremulSumAndNonBlockingTakeThePath) {
   run_world(3, [](int rank, plx_comm_t comm) {

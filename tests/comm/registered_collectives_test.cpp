@@ -254,10 +254,7 @@ TEST_P(RegisteredCollectives, ReduceScatterEveryDatatypeAndOpMatchesTheReference
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, RegisteredCollectives, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::to_string(info.param) + "ranks";
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, RegisteredCollectives, ::testing::Values(2, 3, 4), ranks_param_name);
 
 TEST(RegisteredCollectivesNeeds, BroadcastNeedsOnlyTheRootsSendbuf) {
   run_world(3, [](int rank, plx_comm_t comm) {
