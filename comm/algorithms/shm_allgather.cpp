@@ -33,16 +33,12 @@ plx_result_t shm_allgather(Transport& transport, uint64_t tag_base, const CollAr
   const int r = peers->rank();
   const size_t elem = datatype_bytes(args.datatype);
   const size_t per_piece = std::min(peers->slot_bytes(), kShmPieceBytes) / elem;
-  const size_t bytes = args.count * elem * static_cast<size_t>(n);
-  const bool registered = registered_worth_trying(args, bytes, kRegisteredPullMinBytes);
   const NoteCheck* riding = nullptr;
-  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_piece), kOp,
-                          &riding));
-  if (registered) {
-    bool done = false;
-    PLX_CHECK(shm_registered_allgather(*peers, args, &done));
-    if (done) return PLX_SUCCESS;
-  }
+  bool done = false;
+  PLX_CHECK(start_staged(*peers, args, args.count * elem * static_cast<size_t>(n),
+                         kRegisteredPullMinBytes, shm_registered_allgather,
+                         pieces_of(args.count, per_piece), kOp, &riding, &done));
+  if (done) return PLX_SUCCESS;
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
@@ -52,12 +48,7 @@ plx_result_t shm_allgather(Transport& transport, uint64_t tag_base, const CollAr
     // 1. stage
     PLX_CHECK(peers->wait_writable(g, kOp));
     std::memcpy(peers->slot(r, g), in + off * elem, len * elem);
-    if (riding) peers->post_note(g, riding->note, riding->bytes);
-    peers->arrive(g);
-    if (riding) {
-      PLX_CHECK(peers->wait_all_arrived(g, kOp));
-      PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
-    }
+    PLX_CHECK(arrive_riding(*peers, g, riding, kOp));
     // 2. gather
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;

@@ -43,25 +43,19 @@ plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArg
   // anyway, alike on every rank.
   if (!peers || peers->size() != n || n == 1 || peers->rank() != transport.rank() ||
       piece / elem < static_cast<size_t>(n)) {
-    if (args.check) {
-      const NoteCheck* riding = nullptr;
-      PLX_CHECK(ride_or_check(args, 0, "alltoall:pairwise", &riding));
-    }
+    const NoteCheck* none = nullptr;  // a check the call carries is judged apart first
+    PLX_CHECK(ride_or_check(args, 0, "alltoall:pairwise", &none));
     return pairwise_alltoall(transport, tag_base, args);
   }
   constexpr const char* kOp = "alltoall:shm";
   const int r = peers->rank();
   const size_t per_block = piece / elem / static_cast<size_t>(n);  // w: elements per block
-  const size_t bytes = args.count * elem * static_cast<size_t>(n);
-  const bool registered = registered_worth_trying(args, bytes, kRegisteredPullMinBytes);
   const NoteCheck* riding = nullptr;
-  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_block), kOp,
-                          &riding));
-  if (registered) {
-    bool done = false;
-    PLX_CHECK(shm_registered_alltoall(*peers, args, &done));
-    if (done) return PLX_SUCCESS;
-  }
+  bool done = false;
+  PLX_CHECK(start_staged(*peers, args, args.count * elem * static_cast<size_t>(n),
+                         kRegisteredPullMinBytes, shm_registered_alltoall,
+                         pieces_of(args.count, per_block), kOp, &riding, &done));
+  if (done) return PLX_SUCCESS;
   const PieceRun run(*peers, args.count, per_block);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
@@ -75,12 +69,7 @@ plx_result_t shm_alltoall(Transport& transport, uint64_t tag_base, const CollArg
     for (int q = 0; q < n; ++q) {
       if (q != r) std::memcpy(own + q * w_bytes, in + q * block_bytes + off * elem, len * elem);
     }
-    if (riding) peers->post_note(g, riding->note, riding->bytes);
-    peers->arrive(g);
-    if (riding) {
-      PLX_CHECK(peers->wait_all_arrived(g, kOp));
-      PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
-    }
+    PLX_CHECK(arrive_riding(*peers, g, riding, kOp));
     // 2. gather what each peer sends this rank
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;

@@ -35,16 +35,12 @@ plx_result_t shm_broadcast(Transport& transport, uint64_t tag_base, const CollAr
   const int r = peers->rank(), root = args.root;
   const size_t elem = datatype_bytes(args.datatype);
   const size_t per_piece = std::min(peers->slot_bytes(), kShmPieceBytes) / elem;
-  const bool registered =
-      registered_worth_trying(args, args.count * elem, kRegisteredPullMinBytes);
   const NoteCheck* riding = nullptr;
-  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_piece), kOp,
-                          &riding));
-  if (registered) {
-    bool done = false;
-    PLX_CHECK(shm_registered_broadcast(*peers, args, &done));
-    if (done) return PLX_SUCCESS;
-  }
+  bool done = false;
+  PLX_CHECK(start_staged(*peers, args, args.count * elem, kRegisteredPullMinBytes,
+                         shm_registered_broadcast, pieces_of(args.count, per_piece), kOp,
+                         &riding, &done));
+  if (done) return PLX_SUCCESS;
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
@@ -54,10 +50,7 @@ plx_result_t shm_broadcast(Transport& transport, uint64_t tag_base, const CollAr
       // The one piece, with the argument check: every rank posts its note and reads all.
       PLX_CHECK(peers->wait_writable(g, kOp));
       if (r == root) std::memcpy(peers->slot(r, g), in + off * elem, len * elem);
-      peers->post_note(g, riding->note, riding->bytes);
-      peers->arrive(g);
-      PLX_CHECK(peers->wait_all_arrived(g, kOp));
-      PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
+      PLX_CHECK(arrive_riding(*peers, g, riding, kOp));
       if (r != root) std::memcpy(out + off * elem, peers->slot(root, g), len * elem);
     } else if (r == root) {
       PLX_CHECK(peers->wait_writable(g, kOp));

@@ -51,11 +51,9 @@ plx_result_t shm_oneshot_allreduce(Transport& transport, uint64_t tag_base,
     // 1. stage
     PLX_CHECK(peers.wait_writable(g, name));
     std::memcpy(peers.slot(r, g), in + off * elem, len * elem);
-    if (check) peers.post_note(g, check->note, check->bytes);
-    peers.arrive(g);
+    PLX_CHECK(arrive_riding(peers, g, check, name));
     // 2. reduce every buffer, in rank order
     PLX_CHECK(peers.wait_all_arrived(g, name));
-    if (check) PLX_CHECK(judge_riding(peers, *check, g, name));
     unsigned char* dst = out + off * elem;
     reduce_copy(dst, peers.slot(0, g), peers.slot(1, g), len, args.datatype, args.op);
     for (int q = 2; q < n; ++q) reduce_into(dst, peers.slot(q, g), len, args.datatype, args.op);

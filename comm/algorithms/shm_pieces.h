@@ -111,6 +111,21 @@ inline plx_result_t judge_riding(PeerMemory& peers, const NoteCheck& check, uint
   return check.verdict(notes, peers.size(), check.context);
 }
 
+// Arrives at `piece` once this rank has staged it. With a riding check the note goes with it,
+// and the call then waits until every rank has arrived and judges all the notes, so that a
+// mismatch ends it before it writes recvbuf.
+inline plx_result_t arrive_riding(PeerMemory& peers, uint32_t piece, const NoteCheck* riding,
+                                  const char* op) {
+  if (!riding) {
+    peers.arrive(piece);
+    return PLX_SUCCESS;
+  }
+  peers.post_note(piece, riding->note, riding->bytes);
+  peers.arrive(piece);
+  PLX_CHECK(peers.wait_all_arrived(piece, op));
+  return judge_riding(peers, *riding, piece, op);
+}
+
 // Before a call reserves its `pieces` pieces (0: it takes another path): *riding = args.check
 // when the call can carry it on its single piece; otherwise NULL, after check_apart().
 inline plx_result_t ride_or_check(const CollArgs& args, size_t pieces, const char* op,

@@ -31,24 +31,19 @@ plx_result_t shm_reduce_scatter(Transport& transport, uint64_t tag_base, const C
   const size_t elem = datatype_bytes(args.datatype);
   PeerMemory* peers = args.peers;
   if (!peers || peers->size() != n || n == 1 || peers->slot_bytes() / elem < size_t(n)) {
-    if (args.check) {
-      const NoteCheck* riding = nullptr;
-      PLX_CHECK(ride_or_check(args, 0, "reduce_scatter:ring", &riding));
-    }
+    const NoteCheck* none = nullptr;  // a check the call carries is judged apart first
+    PLX_CHECK(ride_or_check(args, 0, "reduce_scatter:ring", &none));
     return ring_reduce_scatter(transport, tag_base, args);
   }
   constexpr const char* kOp = "reduce_scatter:shm";
   const int r = peers->rank();
   const size_t per_piece = peers->slot_bytes() / elem / static_cast<size_t>(n);
-  const size_t bytes = args.count * elem * static_cast<size_t>(n);
-  const bool registered = registered_worth_trying(args, bytes, kRegisteredPullMinBytes);
   const NoteCheck* riding = nullptr;
-  PLX_CHECK(ride_or_check(args, registered ? 0 : pieces_of(args.count, per_piece), kOp, &riding));
-  if (registered) {
-    bool done = false;
-    PLX_CHECK(shm_registered_reduce_scatter(*peers, args, &done));
-    if (done) return PLX_SUCCESS;
-  }
+  bool done = false;
+  PLX_CHECK(start_staged(*peers, args, args.count * elem * static_cast<size_t>(n),
+                         kRegisteredPullMinBytes, shm_registered_reduce_scatter,
+                         pieces_of(args.count, per_piece), kOp, &riding, &done));
+  if (done) return PLX_SUCCESS;
   const PieceRun run(*peers, args.count, per_piece);
   const auto* in = static_cast<const unsigned char*>(args.sendbuf);
   auto* out = static_cast<unsigned char*>(args.recvbuf);
@@ -60,11 +55,9 @@ plx_result_t shm_reduce_scatter(Transport& transport, uint64_t tag_base, const C
     for (int q = 0; q < n; ++q) {
       std::memcpy(own + q * len * elem, in + (q * args.count + off) * elem, len * elem);
     }
-    if (riding) peers->post_note(g, riding->note, riding->bytes);
-    peers->arrive(g);
+    PLX_CHECK(arrive_riding(*peers, g, riding, kOp));
     // 2. reduce block r
     PLX_CHECK(peers->wait_all_arrived(g, kOp));
-    if (riding) PLX_CHECK(judge_riding(*peers, *riding, g, kOp));
     reduce_slots(out + off * elem, *peers, g, r * len * elem, len, args.datatype, args.op);
   }
   return PLX_SUCCESS;

@@ -106,6 +106,22 @@ inline bool registered_worth_trying(const CollArgs& args, uint64_t bytes,
   return bytes >= min_bytes && args.registered != EveryoneRegistered::No;
 }
 
+// The start of a staged shm algorithm that has a registered path `registered` (one of the
+// shm_registered_* below): that path first when registered_worth_trying(bytes, min_bytes)
+// (*done when it ran), else the argument check riding the staged call's `staged_pieces` or
+// checked apart (ride_or_check; checked apart before the registered path too). On return with
+// *done false, *riding is the check the staged call carries (NULL: none).
+using RegisteredPath = plx_result_t (*)(PeerMemory& peers, const CollArgs& args, bool* done);
+inline plx_result_t start_staged(PeerMemory& peers, const CollArgs& args, uint64_t bytes,
+                                 size_t min_bytes, RegisteredPath registered,
+                                 size_t staged_pieces, const char* op,
+                                 const NoteCheck** riding, bool* done) {
+  *done = false;
+  const bool worth = registered_worth_trying(args, bytes, min_bytes);
+  PLX_CHECK(ride_or_check(args, worth ? 0 : staged_pieces, op, riding));
+  return worth ? registered(peers, args, done) : PLX_SUCCESS;
+}
+
 // The pull algorithms of shm_registered_pull.cpp, each run by every rank of `peers` alike when
 // registered_worth_trying(.., kRegisteredPullMinBytes); *done false (on every rank alike) when
 // the staged path must run.

@@ -104,33 +104,39 @@ bool registered_extent(const CollArgs& a, int n, size_t* send_bytes, size_t* rec
   }
 }
 
-// Whether this rank's buffers that the registered path of the call would need are registered
-// on comm (the Signature's `registered`): sendbuf and recvbuf for allreduce (recvbuf alone for a
-// pre-multiplied sum, which scales into it first), the root's sendbuf for broadcast (any other
-// rank needs none), sendbuf for allgather and reduce-scatter (not after a pre-multiply, which
-// moves it to scratch memory), sendbuf not overlapping recvbuf for all-to-all. False below
-// kRegisteredMinBytes, where no registered path runs.
-bool registered_here(const plx_comm* comm, const CollectiveOp& op) {
-  const CollArgs& a = op.args;
+// Sets a.send_ref and a.recv_ref, the call's buffers as registered plx_mem_alloc memory
+// (shared_buffer.h; alloc_id 0: not), for a registered shm path (shm_registered.h), and returns
+// whether this rank's buffers that the path needs are registered (the Signature's
+// `registered`). Done before the argument check, so sendbuf is taken as a pre-multiplied sum
+// will leave it: recvbuf for allreduce (it scales into recvbuf first), scratch memory for the
+// others (never registered). The path needs sendbuf and recvbuf for allreduce, the root's
+// sendbuf for broadcast (any other rank needs none), sendbuf for allgather, reduce-scatter and
+// all-to-all (one not overlapping recvbuf: an in-place all-to-all would overwrite what its peers
+// read). Nothing below kRegisteredMinBytes, where no registered path runs.
+bool find_registered(const plx_comm* comm, const CollectiveOp& op, CollArgs& a) {
+  a.send_ref = a.recv_ref = SharedBufferRef{};
   size_t send_bytes = 0, recv_bytes = 0;
   if (!a.peers || !registered_extent(a, comm->size, &send_bytes, &recv_bytes) ||
       std::max(send_bytes, recv_bytes) < kRegisteredMinBytes) {
     return false;
   }
-  if (a.collective == Collective::Broadcast && comm->rank != a.root) return true;
-  if (comm->registrations.size() == 0) return false;
-  const auto has = [&](const void* p, size_t bytes) {
-    return comm->registrations.buffer_ref(p, bytes).alloc_id != 0;
-  };
-  switch (a.collective) {
-    case Collective::Allreduce:
-      return (op.premul || has(a.sendbuf, send_bytes)) && has(a.recvbuf, recv_bytes);
-    case Collective::Alltoall: {
-      const auto* s = static_cast<const unsigned char*>(a.sendbuf);
-      const auto* v = static_cast<const unsigned char*>(a.recvbuf);
-      return (s + send_bytes <= v || v + recv_bytes <= s) && has(a.sendbuf, send_bytes);
+  if (comm->registrations.size() > 0) {
+    const void* sendbuf = a.sendbuf;
+    if (op.premul) sendbuf = a.collective == Collective::Allreduce ? a.recvbuf : nullptr;
+    const auto* s = static_cast<const unsigned char*>(sendbuf);
+    const auto* v = static_cast<const unsigned char*>(a.recvbuf);
+    const bool overlap = a.collective == Collective::Alltoall && s != nullptr &&
+                         s < v + recv_bytes && v < s + send_bytes;
+    if (sendbuf != nullptr && !overlap) {
+      a.send_ref = comm->registrations.buffer_ref(sendbuf, send_bytes);
     }
-    default: return !op.premul && has(a.sendbuf, send_bytes);
+    a.recv_ref = comm->registrations.buffer_ref(a.recvbuf, recv_bytes);
+  }
+  const bool send = a.send_ref.alloc_id != 0, recv = a.recv_ref.alloc_id != 0;
+  switch (a.collective) {
+    case Collective::Allreduce: return send && recv;
+    case Collective::Broadcast: return comm->rank != a.root || send;
+    default: return send;
   }
 }
 
@@ -239,7 +245,7 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
   Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
-  signature.registered = registered_here(comm, op) ? 1 : 0;
+  signature.registered = find_registered(comm, op, a) ? 1 : 0;
   CheckContext context{comm->rank};
   const NoteCheck riding{&signature, sizeof(signature), judge_notes, &context};
   bool rides = false;
@@ -257,17 +263,6 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   std::unique_ptr<unsigned char[]> scratch;
   if (op.premul) PLX_CHECK(apply_premul(comm, op, &scratch));
   if (a.peers) a.peers->last_path = PeerMemory::Path::Staged;
-  size_t send_bytes = 0, recv_bytes = 0;
-  if (a.peers && a.registered != EveryoneRegistered::No && comm->registrations.size() > 0 &&
-      registered_extent(a, comm->size, &send_bytes, &recv_bytes)) {
-    a.send_ref = comm->registrations.buffer_ref(a.sendbuf, send_bytes);
-    a.recv_ref = comm->registrations.buffer_ref(a.recvbuf, recv_bytes);
-    const auto* s = static_cast<const unsigned char*>(a.sendbuf);
-    const auto* v = static_cast<const unsigned char*>(a.recvbuf);
-    if (a.collective == Collective::Alltoall && !(s + send_bytes <= v || v + recv_bytes <= s)) {
-      a.send_ref = SharedBufferRef{};  // in place: the staged path (shm_registered_pull.cpp)
-    }
-  }
   a.check = rides ? &riding : nullptr;
   const plx_result_t ran = chosen.fn(*comm->transport, op.tag_base, a);
   a.check = nullptr;  // it points into this frame

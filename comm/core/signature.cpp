@@ -97,20 +97,18 @@ plx_result_t compare_signatures(Transport& transport, uint64_t tag_base, const S
     PLX_CHECK(peers->exchange_notes(&mine, sizeof(mine), all, "",
                                     "arrive at the argument check of piece"));
     state = extremes_of(all, n);
-    PLX_CHECK(verdict(state, r, describe));
-    if (all_registered) *all_registered = state.registered == 1;
-    return PLX_SUCCESS;
-  }
-  uint64_t round = 0;
-  for (int distance = 1; distance < n; distance *= 2, ++round) {
-    Extremes outgoing = state;
-    Extremes incoming;
-    Pipeline pipe(transport, 1, 1, 0);
-    const uint64_t tag = tag_base | (kTagCoreIndexBase + round);
-    PLX_CHECK(pipe.post_recv((r - distance % n + n) % n, tag, &incoming, sizeof(incoming)));
-    PLX_CHECK(pipe.send((r + distance) % n, tag, &outgoing, sizeof(outgoing)));
-    PLX_CHECK(pipe.finish());
-    combine(state, incoming);
+  } else {
+    uint64_t round = 0;
+    for (int distance = 1; distance < n; distance *= 2, ++round) {
+      Extremes outgoing = state;
+      Extremes incoming;
+      Pipeline pipe(transport, 1, 1, 0);
+      const uint64_t tag = tag_base | (kTagCoreIndexBase + round);
+      PLX_CHECK(pipe.post_recv((r - distance % n + n) % n, tag, &incoming, sizeof(incoming)));
+      PLX_CHECK(pipe.send((r + distance) % n, tag, &outgoing, sizeof(outgoing)));
+      PLX_CHECK(pipe.finish());
+      combine(state, incoming);
+    }
   }
   PLX_CHECK(verdict(state, r, describe));
   if (all_registered) *all_registered = state.registered == 1;
