@@ -17,7 +17,7 @@
 //      renamed over the old one). A failed write is a WARN, not an error: the measured parameters
 //      are used anyway.
 // The file (format version kCostCacheVersion; the inter_* fields only with two levels):
-//   {"format": "plexus-cost-model", "version": 1, "host_id": "...", "provider": "tcp;ofi_rxm",
+//   {"format": "plexus-cost-model", "version": 2, "host_id": "...", "provider": "tcp;ofi_rxm",
 //    "alpha_s": 2.9e-06, "beta_s_per_byte": 2.1e-10, "gamma_s_per_byte": 5e-11,
 //    "inter_alpha_s": 2.5e-05, "inter_beta_s_per_byte": 4e-09, "measured_unix_s": 1700000000}
 #pragma once
@@ -34,7 +34,8 @@
 
 namespace plexus::comm {
 
-constexpr int kCostCacheVersion = 1;
+// 2: inter_beta_s_per_byte from a stream (measure.h); a file of version 1 is measured again.
+constexpr int kCostCacheVersion = 2;
 
 // The cache folder as described above; "" when none of the variables is set.
 std::string cost_cache_dir();

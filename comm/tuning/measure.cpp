@@ -28,6 +28,11 @@ constexpr uint64_t kSeriesIndices = kLargeFirstIndex + 2 * (kLargeWarmup + kLarg
 constexpr uint64_t kForwardIndex = 2 * kSeriesIndices;
 constexpr uint64_t kResultIndex = kMeasureTagIndices - 1;
 static_assert(kForwardIndex < kResultIndex, "ping-pong indices stay below the result's");
+// Between hosts the stream takes the large series' indices: kStreamMessages data and one answer
+// per round.
+static_assert((kStreamWarmup + kStreamRounds) * (kStreamMessages + 1) <=
+                  2 * (kLargeWarmup + kLargeRounds),
+              "the stream fits the large series' indices");
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -40,6 +45,8 @@ double median(std::vector<double> values) {
 struct Series {
   std::vector<unsigned char> buf;
   Request send, recv;
+  std::vector<unsigned char> answer = std::vector<unsigned char>(kSmallBytes);  // the stream's
+  Request stream[kStreamMessages];                                              // its messages
 };
 
 // The pinger's side of one series: round trips to `peer`; *one_way_s = median round trip / 2.
@@ -76,10 +83,60 @@ plx_result_t pong(Transport& transport, int peer, uint64_t tag_base, uint64_t fi
   return PLX_SUCCESS;
 }
 
+// The sender's side of the stream (measure.h): rounds of kStreamMessages messages of
+// kLargeBytes to `peer`, each round ended by its kSmallBytes answer; *round_s = the median
+// round.
+plx_result_t stream_send(Transport& transport, int peer, uint64_t tag_base, uint64_t first_index,
+                         Series& s, double* round_s) {
+  s.buf.assign(kLargeBytes, 0x5a);
+  std::vector<Request*> reqs;
+  reqs.push_back(&s.recv);
+  for (Request& r : s.stream) reqs.push_back(&r);
+  std::vector<double> times;
+  for (int i = 0; i < kStreamWarmup + kStreamRounds; ++i) {
+    const uint64_t index = first_index + static_cast<uint64_t>(i) * (kStreamMessages + 1);
+    const auto start = Clock::now();
+    PLX_CHECK(transport.post_recv(peer, tag_base | (index + kStreamMessages), s.answer.data(),
+                                  kSmallBytes, s.recv));
+    for (int k = 0; k < kStreamMessages; ++k) {
+      PLX_CHECK(transport.post_send(peer, tag_base | (index + k), s.buf.data(), kLargeBytes,
+                                    s.stream[k]));
+    }
+    PLX_CHECK(transport.wait_all(reqs.data(), reqs.size()));
+    if (i >= kStreamWarmup) {
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  }
+  *round_s = median(times);
+  return PLX_SUCCESS;
+}
+
+// The receiver's side: every round's messages, then the answer.
+plx_result_t stream_echo(Transport& transport, int peer, uint64_t tag_base, uint64_t first_index,
+                         Series& s) {
+  s.buf.assign(kStreamMessages * kLargeBytes, 0);
+  std::vector<Request*> reqs;
+  for (Request& r : s.stream) reqs.push_back(&r);
+  Request* send_reqs[] = {&s.send};
+  for (int i = 0; i < kStreamWarmup + kStreamRounds; ++i) {
+    const uint64_t index = first_index + static_cast<uint64_t>(i) * (kStreamMessages + 1);
+    for (int k = 0; k < kStreamMessages; ++k) {
+      PLX_CHECK(transport.post_recv(peer, tag_base | (index + k), s.buf.data() + k * kLargeBytes,
+                                    kLargeBytes, s.stream[k]));
+    }
+    PLX_CHECK(transport.wait_all(reqs.data(), reqs.size()));
+    PLX_CHECK(transport.post_send(peer, tag_base | (index + kStreamMessages), s.answer.data(),
+                                  kSmallBytes, s.send));
+    PLX_CHECK(transport.wait_all(send_reqs, 1));
+  }
+  return PLX_SUCCESS;
+}
+
 // Both series between ranks `pinger` and `echo` (indices from `first`): on the pinger *small_s
 // and *large_s are set; other ranks do nothing.
+// With `stream` the large series is the stream and *large_s its median round.
 plx_result_t ping_pong(Transport& transport, uint64_t tag_base, uint64_t first, int pinger,
-                       int echo, double* small_s, double* large_s) {
+                       int echo, bool stream, double* small_s, double* large_s) {
   const int rank = transport.rank();
   if (rank != pinger && rank != echo) return PLX_SUCCESS;
   auto series = std::make_unique<Series>();
@@ -88,15 +145,18 @@ plx_result_t ping_pong(Transport& transport, uint64_t tag_base, uint64_t first, 
     rc = ping(transport, echo, tag_base, first, kSmallBytes, kSmallWarmup, kSmallRounds, *series,
               small_s);
     if (rc == PLX_SUCCESS) {
-      rc = ping(transport, echo, tag_base, first + kLargeFirstIndex, kLargeBytes, kLargeWarmup,
-                kLargeRounds, *series, large_s);
+      rc = stream ? stream_send(transport, echo, tag_base, first + kLargeFirstIndex, *series,
+                                large_s)
+                  : ping(transport, echo, tag_base, first + kLargeFirstIndex, kLargeBytes,
+                         kLargeWarmup, kLargeRounds, *series, large_s);
     }
   } else {
     rc = pong(transport, pinger, tag_base, first, kSmallBytes, kSmallWarmup + kSmallRounds,
               *series);
     if (rc == PLX_SUCCESS) {
-      rc = pong(transport, pinger, tag_base, first + kLargeFirstIndex, kLargeBytes,
-                kLargeWarmup + kLargeRounds, *series);
+      rc = stream ? stream_echo(transport, pinger, tag_base, first + kLargeFirstIndex, *series)
+                  : pong(transport, pinger, tag_base, first + kLargeFirstIndex, kLargeBytes,
+                         kLargeWarmup + kLargeRounds, *series);
     }
   }
   if (rc != PLX_SUCCESS) (void)series.release();  // leaked on purpose, see Series
@@ -128,6 +188,14 @@ void fit(double small_s, double large_s, double* alpha, double* beta) {
   *alpha = clamp(small_s - static_cast<double>(kSmallBytes) * std::max(slope, 0.0), kMinAlphaS,
                  kMaxAlphaS);
   *beta = clamp(slope, kMinBetaSPerByte, kMaxBetaSPerByte);
+}
+
+// The stream's fit: beta = (round - 2 t(small)) / (kStreamMessages kLargeBytes) (the data one
+// way, the answer back, one latency each), alpha = t(small) less its bytes at that rate.
+void fit_stream(double small_s, double round_s, double* alpha, double* beta) {
+  const double bytes = static_cast<double>(kStreamMessages) * static_cast<double>(kLargeBytes);
+  *beta = clamp((round_s - 2 * small_s) / bytes, kMinBetaSPerByte, kMaxBetaSPerByte);
+  *alpha = clamp(small_s - static_cast<double>(kSmallBytes) * *beta, kMinAlphaS, kMaxAlphaS);
 }
 
 }  // namespace
@@ -168,12 +236,13 @@ plx_result_t measure_cost_params(Transport& transport, uint64_t tag_base, const 
   // alpha, beta, gamma, inter alpha, inter beta: filled on rank 0, delivered by the broadcast.
   double result[5] = {0, 0, 0, 0, 0};
   double small_s = 0, large_s = 0;
-  PLX_CHECK(ping_pong(transport, tag_base, 0, intra_pinger, intra_echo, &small_s, &large_s));
+  PLX_CHECK(ping_pong(transport, tag_base, 0, intra_pinger, intra_echo, false, &small_s,
+                      &large_s));
   if (rank == intra_pinger) fit(small_s, large_s, &result[0], &result[1]);
   if (two_level) {
-    PLX_CHECK(ping_pong(transport, tag_base, kSeriesIndices, 0, hosts->hosts[1][0], &small_s,
-                        &large_s));
-    if (rank == 0) fit(small_s, large_s, &result[3], &result[4]);
+    PLX_CHECK(ping_pong(transport, tag_base, kSeriesIndices, 0, hosts->hosts[1][0], true,
+                        &small_s, &large_s));
+    if (rank == 0) fit_stream(small_s, large_s, &result[3], &result[4]);
     if (intra_pinger < 0) {  // no host has two ranks: one network serves both levels
       result[0] = result[3];
       result[1] = result[4];

@@ -18,6 +18,15 @@
 // second host), each series in its own tag indices; the first series' pinger sends its alpha and
 // beta to rank 0, which broadcasts {alpha, beta, gamma, inter_alpha, inter_beta}.
 //
+// Between hosts beta comes from a stream, not from the large ping-pong: kStreamWarmup +
+// kStreamRounds rounds in which rank 0 sends kStreamMessages messages of kLargeBytes back to
+// back and the echo answers the last with kSmallBytes; inter_beta = (median round - 2 t(small)) /
+// (kStreamMessages kLargeBytes). A host link may burst: a token bucket (tc tbf on the emulated
+// cluster, a cloud instance's network allowance) lets a single 1 MiB message through faster
+// than its sustained rate (on the emulated cluster at 1 Gbit/s with 250 KB of burst the
+// ping-pong measured 6.8 ns/B, the link sustains 8.4), and the collectives the model prices
+// move many megabytes at the sustained rate (perf/simulator-validation.sh).
+//
 // Each message is tagged tag_base | index with index < kMeasureTagIndices. Iterations are fixed,
 // so the protocol ends after a bounded number of messages (each wait is bounded by the transport's
 // PLEXUS_TIMEOUT_MS). Values are clamped to sane positive ranges (kMinAlphaS, ...) so a noisy
@@ -39,6 +48,9 @@ constexpr int kSmallRounds = 40;
 constexpr size_t kLargeBytes = size_t{1} << 20;
 constexpr int kLargeWarmup = 2;
 constexpr int kLargeRounds = 8;
+constexpr int kStreamMessages = 4;
+constexpr int kStreamWarmup = 1;
+constexpr int kStreamRounds = 3;
 constexpr size_t kGammaBytes = size_t{4} << 20;
 
 // Tag indices measure_cost_params uses: 0..kMeasureTagIndices-1 (with comm/tuning/cost_cache.h's

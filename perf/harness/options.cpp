@@ -84,6 +84,12 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& collect
                  "nccl-tests -R); the shm allreduce then reads and writes them directly")
       ->check(CLI::Range(0, 1))
       ->capture_default_str();
+  int predict = 0;
+  app.add_option("-P,--predict", predict,
+                 "1: print after each row the time plx_comm_predict_time predicts for it (the "
+                 "cost model's, for the algorithm it would run) and measured / predicted")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
   app.add_option("-J,--output_file", options->json_path, "write the results as JSON here");
   try {
     app.parse(argc, argv);
@@ -96,6 +102,7 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& collect
   options->argv.assign(argv, argv + argc);
   options->check = check != 0;
   options->registered = registered != 0;
+  options->predict = predict != 0;
 
   std::string error;
   auto min = parse_bytes(min_bytes), max = parse_bytes(max_bytes);

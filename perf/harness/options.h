@@ -2,7 +2,7 @@
 //
 //   plexus-bench COLLECTIVE [-b 8] [-e 32M] [-f 2 | -i BYTES] [-n 20] [-w 5] [-c 1]
 //                [-d float|...|all] [-o sum|prod|min|max|avg|all] [-r 0] [-a allreduce:ring]
-//                [-R 0|1] [-J results.json]
+//                [-R 0|1] [-P 0|1] [-J results.json]
 // Sizes accept K, M and G suffixes (powers of 1024, as nccl-tests).
 #pragma once
 
@@ -29,6 +29,7 @@ struct BenchOptions {
   int root = 0;
   std::string algorithm;            // -a: plx_comm_set_algorithm spec; empty: automatic
   bool registered = false;          // -R 1: buffers from plx_mem_alloc, plx_comm_register'ed
+  bool predict = false;             // -P 1: the cost model's predicted time beside each row
   std::string json_path;            // empty: no JSON
   std::vector<std::string> argv;    // as given, for the JSON record
 };

@@ -120,6 +120,16 @@ void Report::row(const Row& row) {
   fmt::print("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}\n", row.bytes, row.count, row.type,
              row.redop, row.root, measurement_columns(row.out_of_place),
              measurement_columns(row.in_place));
+  if (options_.predict) {
+    if (row.predicted_us > 0) {
+      fmt::print("#  predicted {:>10} us  measured / predicted {:.2f} (out of place) {:.2f} "
+                 "(in place)\n",
+                 format_number(row.predicted_us, 10), row.out_of_place.time_us / row.predicted_us,
+                 row.in_place.time_us / row.predicted_us);
+    } else {
+      fmt::print("#  predicted: none (plx_comm_predict_time has no prediction for this call)\n");
+    }
+  }
   std::fflush(stdout);
   nlohmann::ordered_json j;
   j["size"] = row.bytes;
@@ -129,6 +139,10 @@ void Report::row(const Row& row) {
   j["root"] = row.root;
   j["out_of_place"] = measurement_json(row.out_of_place);
   j["in_place"] = measurement_json(row.in_place);
+  if (options_.predict) {
+    j["predicted_time"] =
+        row.predicted_us > 0 ? nlohmann::ordered_json(row.predicted_us) : nlohmann::ordered_json();
+  }
   json_["results"].push_back(std::move(j));
 }
 

@@ -7,8 +7,11 @@
 // time is the mean over the timed iterations, the maximum over ranks; algbw = size / time;
 // busbw = algbw * the collective's bus factor; #wrong = elements that differ from the expected
 // value, summed over ranks (-1 columns mean "not checked", printed as N/A as nccl-tests does).
-// The footer adds "# Algorithms used : allreduce:ring, ..." (plx_comm_last_algorithm per row);
-// the JSON gives each measurement's algorithm.
+// With -P 1 each row is followed by
+//   #  predicted     1234.5 us  measured / predicted 1.02 (out of place) 1.01 (in place)
+// and the JSON row gains "predicted_time" (us). The footer adds
+// "# Algorithms used : allreduce:ring, ..." (plx_comm_last_algorithm per row); the JSON gives
+// each measurement's algorithm.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +50,10 @@ struct Row {
   int root = -1;      // -1 for collectives without a root
   Measurement out_of_place;
   Measurement in_place;
+  // -P 1: plx_comm_predict_time for the row's call, in us (the algorithm the cost model would
+  // run, honouring -a and PLEXUS_ALGO), or -1 when it gave none (sendrecv on more than 2
+  // ranks) or -P was not given.
+  double predicted_us = -1;
 };
 
 class Report {

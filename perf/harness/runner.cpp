@@ -132,6 +132,16 @@ Measurement measure(const Collective& c, const CaseParams& p, const BenchOptions
   return m;
 }
 
+// -P 1: the cost model's time for this call on the whole communicator, in us; -1 when it has
+// none (plx_comm_predict_time refuses sendrecv on more than 2 ranks).
+double predicted_us(const Collective& c, const CaseParams& p, plx_comm_t comm) {
+  double seconds = 0;
+  if (plx_comm_predict_time(comm, c.name().c_str(), p.count, p.datatype, nullptr, p.nranks,
+                            &seconds) != PLX_SUCCESS)
+    return -1;
+  return seconds > 0 ? seconds * 1e6 : -1;
+}
+
 // Every rank's pid, host and transport, gathered to all with one allreduce (MAX over bytes that
 // are zero everywhere except in the owner's slot).
 std::vector<RankInfo> exchange_rank_info(int rank, int nranks, plx_comm_t comm) {
@@ -223,6 +233,7 @@ BenchOutcome run_benchmark(const Collective& c, const BenchOptions& options, plx
         row.root = c.has_root() ? options.root : -1;
         row.out_of_place = measure(c, p, options, buffers, false, comm);
         row.in_place = measure(c, p, options, buffers, true, comm);
+        if (options.predict) row.predicted_us = predicted_us(c, p, comm);
         for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
           total_wrong += std::max<int64_t>(0, m->wrong);
           busbw_sum += m->busbw_gbs;

@@ -357,7 +357,7 @@ TEST(TwoLevelCacheTest, FileKeepsTheInterHostValuesAndRejectsHalfOfThem) {
   ASSERT_TRUE(read_cost_cache(path, "h", "tcp", &read, &why)) << why;
   EXPECT_EQ(read.inter_alpha_s, kCluster.inter_alpha_s);
   EXPECT_EQ(read.inter_beta_s_per_byte, kCluster.inter_beta_s_per_byte);
-  std::ofstream(path) << R"({"format": "plexus-cost-model", "version": 1, "host_id": "h",
+  std::ofstream(path) << R"({"format": "plexus-cost-model", "version": 2, "host_id": "h",
       "provider": "tcp", "alpha_s": 1e-6, "beta_s_per_byte": 1e-10, "gamma_s_per_byte": 1e-10,
       "inter_alpha_s": 1e-5})";
   EXPECT_FALSE(read_cost_cache(path, "h", "tcp", &read, &why));

@@ -239,6 +239,47 @@ TEST(PlexusBench, ForcedAlgorithmIsUsed) {
       << bad.out << bad.err;
 }
 
+// -P 1: the cost model's prediction after each row, from the communicator's own parameters
+// (here PLEXUS_COST_MODEL's alpha 5 us, beta 0.1 ns/B, gamma 0.05 ns/B) for the forced ring:
+// 2(n-1) alpha + 2(n-1)/n m beta + (n-1)/n m gamma (cost_model.cpp) = 20.512 us for 3 KiB on
+// 3 ranks; in the text and in the JSON.
+TEST(PlexusBench, PredictPrintsTheCostModelsTime) {
+  const std::string path = ::testing::TempDir() + "plexus_bench_predict_" +
+                           std::to_string(getpid()) + ".json";
+  std::vector<std::string> argv = {"/usr/bin/env", "PLEXUS_COST_MODEL=5,0.1,0.05",
+                                   PLEXUS_RUN_PATH, "-n", std::to_string(kRanks), "--",
+                                   PLEXUS_BENCH_PATH, "allreduce", "-b", "3K", "-e", "3K", "-n",
+                                   "2", "-w", "1", "-a", "allreduce:ring", "-P", "1", "-J", path};
+  ProcessResult r = run_process(argv, 180.0);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto rows = parse_rows(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  const double want_us = 20.0 + 4096 * 0.1e-3 + 2048 * 0.05e-3;
+  const std::string key = "[0] #  predicted ";
+  const size_t at = r.out.find(key);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream line(r.out.substr(at + key.size()));
+  double predicted = 0, ratio_out = 0;
+  std::string us, measured, slash, word;
+  line >> predicted >> us >> measured >> slash >> word >> ratio_out;
+  EXPECT_NEAR(predicted, want_us, 0.01) << r.out;
+  EXPECT_EQ(us, "us") << r.out;
+  EXPECT_NEAR(ratio_out, rows[0].time[0] / want_us, 0.01 + 0.01 * rows[0].time[0] / want_us)
+      << r.out;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_NEAR(j["results"][0]["predicted_time"].get<double>(), want_us, 1e-6) << j;
+  std::remove(path.c_str());
+
+  // Without -P nothing is predicted; -P takes 0 or 1.
+  r = run_bench(quick({"allreduce"}));
+  EXPECT_EQ(r.out.find("predicted"), std::string::npos) << r.out;
+  auto bad = run_process({PLEXUS_BENCH_PATH, "allreduce", "-P", "2"}, 30.0);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 TEST(PlexusBench, WritesJson) {
   std::string path = ::testing::TempDir() + "plexus_bench_test_" + std::to_string(getpid()) +
                      ".json";
