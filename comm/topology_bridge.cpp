@@ -207,6 +207,41 @@ plx_result_t TopologyCostModel::predict(std::string_view collective, size_t byte
   return PLX_SUCCESS;
 }
 
+plx_result_t TopologyCostModel::predict_bounds(std::string_view collective, size_t bytes,
+                                               std::vector<AlgorithmPrediction>* out,
+                                               std::string* error) const {
+  std::optional<Collective> c = find_collective(collective);
+  if (!c) {
+    *error = fmt::format("predict_bounds: collective \"{}\" is not one of {}", collective,
+                         collective_names());
+    return PLX_ERROR_INVALID_ARGUMENT;
+  }
+  const Impl& m = *impl_;
+  const CostParams bytes_only = bandwidth_only(m.params);
+  std::vector<AlgorithmPrediction> bounds;
+  for (const AlgorithmInfo& info : algorithms_of(*c)) {
+    bounds.push_back({std::string(info.name),
+                      predict_seconds(info.id, bytes, m.shape, bytes_only, m.chunk_bytes)});
+  }
+  *out = std::move(bounds);
+  return PLX_SUCCESS;
+}
+
+std::optional<HierarchicalPhases> TopologyCostModel::explain_hierarchical_allreduce(
+    size_t bytes) const {
+  const Impl& m = *impl_;
+  const std::optional<HierarchicalAllreduceParts> parts =
+      comm::explain_hierarchical_allreduce(bytes, m.shape, m.params, m.chunk_bytes);
+  if (!parts) return std::nullopt;
+  const auto seconds = [](const PhaseCost& p) {
+    return PhaseSeconds{p.latency, p.bytes, p.reduction};
+  };
+  return HierarchicalPhases{parts->segments,       parts->segment_bytes,
+                            seconds(parts->reduce_scatter), seconds(parts->allgather),
+                            seconds(parts->network), parts->boundaries,
+                            parts->total()};
+}
+
 double bus_factor(std::string_view collective, int nranks) {
   const double n = nranks;
   if (nranks < 1) return 0;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,23 @@ struct TopologyCost {
   bool peer_memory = false;
   std::string intra_source;  // "NVLink: 18 links x 25 GB/s = 450 GB/s per GPU each way"
   std::string inter_source;  // "32 NICs, 3200 Gbit/s per host, as 8 links of 400 Gbit/s"
+};
+
+// The hierarchical allreduce's prediction taken apart (comm/tuning/hierarchical_cost.h
+// HierarchicalAllreduceParts, seen from here): the vector in `segments` segments of
+// `segment_bytes`; per segment, each phase's seconds split into latency (alpha), bytes (beta, or
+// copies at memory speed with peer memory) and reduction (gamma), the slowest host counting.
+// seconds = host + network + boundaries + (segments - 1) max(host, network).
+struct PhaseSeconds {
+  double latency = 0, bytes = 0, reduction = 0;
+  double total() const { return latency + bytes + reduction; }
+};
+struct HierarchicalPhases {
+  double segments = 1, segment_bytes = 0;
+  PhaseSeconds reduce_scatter, allgather, network;  // within a host: the first two
+  double boundaries = 0;
+  double seconds = 0;
+  double host() const { return reduce_scatter.total() + allgather.total(); }
 };
 
 struct AlgorithmPrediction {
@@ -81,6 +99,15 @@ class TopologyCostModel {
   // collective and the valid names when it is unknown.
   plx_result_t predict(std::string_view collective, size_t bytes,
                        std::vector<AlgorithmPrediction>* out, std::string* error) const;
+  // Every algorithm of `collective` in algorithm order, priced with the parameters' latencies
+  // and reduction cost at 0 (cost_model.h bandwidth_only): the time its bytes alone take under
+  // its own schedule, its bandwidth bound (0 for algorithms the model prices by memory speed,
+  // the shm ones). Errors as predict().
+  plx_result_t predict_bounds(std::string_view collective, size_t bytes,
+                              std::vector<AlgorithmPrediction>* out, std::string* error) const;
+  // The hierarchical allreduce of `bytes` taken apart into its phases (cost_model.h
+  // explain_hierarchical_allreduce); nullopt on one host.
+  std::optional<HierarchicalPhases> explain_hierarchical_allreduce(size_t bytes) const;
 
  private:
   TopologyCostModel();

@@ -321,6 +321,36 @@ struct Model {
 
 }  // namespace
 
+namespace {
+
+// The two levels of predict_seconds' hierarchical formulas.
+TwoLevelParams two_levels(const CostShape& shape, const CostParams& params) {
+  const bool links = shape.multi_host() && params.two_level();
+  return TwoLevelParams{.alpha_intra = params.alpha_s,
+                        .beta_intra = params.beta_s_per_byte,
+                        .alpha_inter = links ? params.inter_alpha_s : params.alpha_s,
+                        .beta_inter = links ? params.inter_beta_s_per_byte : params.beta_s_per_byte,
+                        .gamma = params.gamma_s_per_byte,
+                        .shared_link = links};
+}
+
+}  // namespace
+
+std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
+    size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
+  if (shape.nranks <= 1 || !shape.multi_host()) return std::nullopt;
+  return hierarchical_allreduce_parts(static_cast<double>(bytes), shape,
+                                      two_levels(shape, params), chunk_bytes);
+}
+
+CostParams bandwidth_only(const CostParams& params) {
+  CostParams bytes_only = params;
+  bytes_only.alpha_s = 0;
+  bytes_only.gamma_s_per_byte = 0;
+  bytes_only.inter_alpha_s = 0;
+  return bytes_only;
+}
+
 double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes) {
   const int nranks = shape.nranks;
@@ -360,13 +390,7 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
     case AlgorithmId::ReduceScatterHierarchical:
     case AlgorithmId::AllgatherHierarchical: {
       if (!shape.multi_host()) return model.hierarchical_on_one_host(algorithm, x);
-      const TwoLevelParams two{.alpha_intra = params.alpha_s,
-                               .beta_intra = params.beta_s_per_byte,
-                               .alpha_inter = ae,
-                               .beta_inter = be,
-                               .gamma = params.gamma_s_per_byte,
-                               .shared_link = links};
-      return hierarchical_seconds(algorithm, x, shape, two, chunk_bytes);
+      return hierarchical_seconds(algorithm, x, shape, two_levels(shape, params), chunk_bytes);
     }
     case AlgorithmId::AllreduceShm:
     case AlgorithmId::AllreduceShmOneshot:

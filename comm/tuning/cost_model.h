@@ -30,12 +30,14 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "comm/algorithms/algorithms.h"
 #include "comm/tuning/algo_override.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_shape.h"
+#include "comm/tuning/hierarchical_cost.h"
 
 namespace plexus::comm {
 
@@ -58,6 +60,13 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
 // The same on `nranks` ranks of one host.
 double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes);
+// The hierarchical allreduce's prediction above taken apart into its phases
+// (hierarchical_cost.h); nullopt on one host, where it is a flat reduce-scatter and allgather.
+std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
+    size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes);
+// The same parameters with every latency and reduction cost at 0: what only the bytes cost, the
+// bandwidth bound of an algorithm under its own schedule.
+CostParams bandwidth_only(const CostParams& params);
 
 struct AlgorithmChoice {
   AlgorithmId algorithm = AlgorithmId::kCount;

@@ -82,14 +82,15 @@ struct Hier {
   // The slowest host's intra-host ring, [PY]: L-1 steps of a part made of `pieces(L)` pieces
   // of `piece` bytes each (every piece sliced on its own); reducing adds g per byte.
   template <typename Pieces>
-  double intra_ring(double piece, Pieces pieces, bool reduces) const {
-    double worst = 0;
+  PhaseCost intra_ring(double piece, Pieces pieces, bool reduces) const {
+    PhaseCost worst;
     for (const int L : s.local_sizes) {
       if (L < 2) continue;
       const double steps = L - 1, n = pieces(L);
-      const double per_byte = reduces ? p.beta_intra + p.gamma : p.beta_intra;
-      worst = std::max(worst, steps * n * slices(piece, c) * p.alpha_intra +
-                                  steps * n * piece * per_byte);
+      const PhaseCost ring{steps * n * slices(piece, c) * p.alpha_intra,
+                           steps * n * piece * p.beta_intra,
+                           reduces ? steps * n * piece * p.gamma : 0.0};
+      if (ring.total() > worst.total()) worst = ring;
     }
     return worst;
   }
@@ -97,20 +98,22 @@ struct Hier {
 
   // An intra-host reduce-scatter (reduces) or allgather whose part on a host of L ranks is
   // pieces(L) pieces of `piece` bytes, out of a group vector of `total` bytes: the ring, or
-  // with peer memory the header's formulas, the slowest host counting.
+  // with peer memory the header's formulas (the copies counted as bytes moved), the slowest
+  // host counting.
   template <typename Pieces>
-  double intra(double piece, Pieces pieces, double total, bool reduces) const {
+  PhaseCost intra(double piece, Pieces pieces, double total, bool reduces) const {
     if (!s.peer_memory) return intra_ring(piece, pieces, reduces);
     const size_t slot = c == 0 ? 0 : (c + 4095) / 4096 * 4096;
     const double k = slices(total, slot);
-    double worst = 0;
+    PhaseCost worst;
     for (const int L : s.local_sizes) {
       if (L < 2) continue;
       const double u = std::min(total, piece * pieces(L));
-      worst = std::max(worst, reduces ? 2 * k * p.alpha_intra +
-                                            (total - u) * kCopyGamma * p.gamma +
-                                            (L - 1) * u * p.gamma
-                                      : k * p.alpha_intra + total * kCopyGamma * p.gamma);
+      const PhaseCost phase =
+          reduces ? PhaseCost{2 * k * p.alpha_intra, (total - u) * kCopyGamma * p.gamma,
+                              (L - 1) * u * p.gamma}
+                  : PhaseCost{k * p.alpha_intra, total * kCopyGamma * p.gamma, 0.0};
+      if (phase.total() > worst.total()) worst = phase;
     }
     return worst;
   }
@@ -119,15 +122,22 @@ struct Hier {
   // of L ranks holds ceil(M/L) of them), a ring allreduce of each block between the K hosts
   // ([PY]: 2(K-1) steps of y/K, lanes in parallel), intra allgather; two boundaries; the S
   // segments pipelined as the header says.
-  double allreduce(double m) const {
+  HierarchicalAllreduceParts allreduce_parts(double m) const {
+    HierarchicalAllreduceParts parts;
     const double S = segments(m);
     const double y = m / (S * M());
     const auto blocks = [&](int L) { return std::ceil(M() / L); };
-    const double inter = q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter +
-                         lane_beta(2 * (K() - 1) / K() * y) + q() * (K() - 1) / K() * y * p.gamma;
-    const double host = intra(y, blocks, M() * y, true) + intra(y, blocks, M() * y, false);
-    return host + inter + 2 * boundary() + (S - 1) * std::max(host, inter);
+    parts.segments = S;
+    parts.segment_bytes = m / S;
+    parts.network = PhaseCost{q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter,
+                              lane_beta(2 * (K() - 1) / K() * y),
+                              q() * (K() - 1) / K() * y * p.gamma};
+    parts.reduce_scatter = intra(y, blocks, M() * y, true);
+    parts.allgather = intra(y, blocks, M() * y, false);
+    parts.boundaries = 2 * boundary();
+    return parts;
   }
+  double allreduce(double m) const { return allreduce_parts(m).total(); }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
   // step moves about hierarchical_lane_step_bytes()), at most kMaxHierarchicalSegments (1 without slicing,
   // with one lane, or without two distinct levels).
@@ -145,13 +155,13 @@ struct Hier {
     const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
     const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter +
                          lane_beta((K() - 1) * b) + q() * (K() - 1) * b * p.gamma;
-    return intra(b, blocks, s.nranks * b, true) + inter + boundary();
+    return intra(b, blocks, s.nranks * b, true).total() + inter + boundary();
   }
   // [TH]: the mirror of reduce_scatter, without the reduction.
   double allgather(double b) const {
     const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
     const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter + lane_beta((K() - 1) * b);
-    return inter + intra(b, blocks, s.nranks * b, false) + boundary();
+    return inter + intra(b, blocks, s.nranks * b, false).total() + boundary();
   }
   // [CHPV], host_tree.h: a pipeline of k = slices(m) slices of x = m/k takes the sum of its
   // stages for the first slice plus k - 1 times its slowest stage. The stages: the network hops
@@ -182,6 +192,12 @@ struct Hier {
 };
 
 }  // namespace
+
+HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
+                                                        const TwoLevelParams& params,
+                                                        size_t chunk_bytes) {
+  return Hier{shape, params, chunk_bytes}.allreduce_parts(bytes);
+}
 
 double hierarchical_seconds(AlgorithmId algorithm, double bytes, const CostShape& shape,
                             const TwoLevelParams& params, size_t chunk_bytes) {

@@ -21,6 +21,36 @@ struct TwoLevelParams {
   bool shared_link = true;  // a host's lanes share its nics_per_host network links
 };
 
+// One phase's predicted seconds, split into its terms: the messages' latencies (alpha), the
+// bytes moved (beta; with peer memory the copies, at memory speed) and the reduction (gamma).
+struct PhaseCost {
+  double latency = 0, bytes = 0, reduction = 0;
+  double total() const { return latency + bytes + reduction; }
+};
+
+// The hierarchical allreduce's price taken apart (plexus-topo --simulate --explain): the vector
+// in `segments` segments of `segment_bytes`, and each phase's cost for one segment, the
+// slowest host counting. The host's stage is the reduce-scatter and the allgather, the
+// network's the lanes' allreduce; the pipeline pays both stages and the boundaries once (fill
+// and drain) and the slower stage for every further segment:
+//   total = host + network + boundaries + (segments - 1) max(host, network).
+struct HierarchicalAllreduceParts {
+  double segments = 1, segment_bytes = 0;
+  PhaseCost reduce_scatter, allgather, network;
+  double boundaries = 0;
+  double host() const { return reduce_scatter.total() + allgather.total(); }
+  double total() const {
+    return host() + network.total() + boundaries +
+           (segments - 1) * (host() > network.total() ? host() : network.total());
+  }
+};
+
+// The parts above for `bytes` on `shape` (shape.hosts > 1), as hierarchical_seconds prices
+// AllreduceHierarchical: total() equals it.
+HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
+                                                        const TwoLevelParams& params,
+                                                        size_t chunk_bytes);
+
 // Seconds of hierarchical `algorithm` for `bytes` (as cost_model.h defines them) on `shape`
 // (shape.hosts > 1), slices of at most chunk_bytes (0: no slicing). 0 for a non-hierarchical id.
 double hierarchical_seconds(AlgorithmId algorithm, double bytes, const CostShape& shape,

@@ -335,6 +335,74 @@ TEST(PlexusTopoCost, BadSizesAndFormatsExitWithTwo) {
                    "(give --ranks 2 or more)\n");
 }
 
+// --explain on 2 p5 hosts (16 ranks), 8 GiB: the hierarchical allreduce's phases per segment
+// and each algorithm's bound, worked by hand from the p5 parameters (NVLink 450 GB/s, alpha
+// 2 us, gamma 1e-12 s/B; 8 links of 50 GB/s, alpha 10 us) and hierarchical_cost.cpp.
+TEST(PlexusTopoCost, ExplainTakesTheHierarchicalAllreduceApart) {
+  const std::vector<std::string> args = {"--topo-file", kExamples + "/p5.48xlarge-x128.json",
+                                         "--simulate", "--ranks", "16", "--sizes", "8G",
+                                         "--explain"};
+  std::vector<std::string> json_args = args;
+  json_args.insert(json_args.end(), {"--format", "json"});
+  ProcessResult r = topo(json_args);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& row = doc.at("rows").at(0);
+  const nlohmann::json& h = row.at("hierarchical_phases");
+  const double m = 8.0 * 1024 * kMiB;
+  const double beta_i = 1 / 450e9, gamma = 1e-12, beta_link = 1 / 50e9;
+  // Lane step 1 MiB (the chunk: 8 alpha_e / beta_e is 4 MB), segments of M K s = 16 MiB: 512.
+  EXPECT_EQ(h.at("segments").get<double>(), 512);
+  EXPECT_EQ(h.at("segment_bytes").get<double>(), 16 * kMiB);
+  const double y = 2 * kMiB;  // one lane's block of a segment
+  const auto near = [](double got, double want) { return std::fabs(got - want) <= 1e-9 * want; };
+  // Ring reduce-scatter over 8 GPUs: 7 steps of one 2 MiB block in 2 slices of 1 MiB.
+  EXPECT_TRUE(near(h["reduce_scatter"]["latency_s"], 7 * 2 * 2e-6)) << h;
+  EXPECT_TRUE(near(h["reduce_scatter"]["bytes_s"], 7 * y * beta_i)) << h;
+  EXPECT_TRUE(near(h["reduce_scatter"]["reduction_s"], 7 * y * gamma)) << h;
+  EXPECT_TRUE(near(h["allgather"]["latency_s"], 7 * 2 * 2e-6)) << h;
+  EXPECT_TRUE(near(h["allgather"]["bytes_s"], 7 * y * beta_i)) << h;
+  EXPECT_EQ(h["allgather"]["reduction_s"].get<double>(), 0) << h;
+  // The lanes' ring allreduce between 2 hosts: 2 steps of y/2, each lane on its own link.
+  EXPECT_TRUE(near(h["network"]["latency_s"], 2 * 10e-6)) << h;
+  EXPECT_TRUE(near(h["network"]["bytes_s"], y * beta_link)) << h;
+  EXPECT_TRUE(near(h["network"]["reduction_s"], y / 2 * gamma)) << h;
+  EXPECT_TRUE(near(h["boundaries_s"], 2 * 2e-6)) << h;
+  // The host stage is the slower: fill and drain, then 511 more host stages.
+  const double host = 2 * (7 * 2 * 2e-6 + 7 * y * beta_i) + 7 * y * gamma;
+  const double net = 2 * 10e-6 + y * beta_link + y / 2 * gamma;
+  const double total = host + net + 4e-6 + 511 * host;
+  EXPECT_TRUE(near(h["seconds"], total)) << h;
+  EXPECT_TRUE(near(seconds_of(doc, 0, "hierarchical"), total));
+  // The bound: no latency, so the lane step is its 256 KiB floor and the segments 1024 (the
+  // most) of 8 MiB, y = 1 MiB; no reduction. 2 x 7/8 of the vector over NVLink, about 482 GB/s.
+  const double yb = kMiB;
+  const double host_bound = 2 * 7 * yb * beta_i, net_bound = yb * beta_link;
+  const double bound = host_bound + net_bound + 1023 * host_bound;
+  const nlohmann::json& hier = row.at("algorithms").at("hierarchical");
+  EXPECT_TRUE(near(hier.at("bound_seconds"), bound)) << hier;
+  EXPECT_NEAR(hier.at("bound_busbw_gbs").get<double>(), m / bound * 1.875 / 1e9, 1e-6);
+  EXPECT_GT(hier.at("bound_busbw_gbs").get<double>(), 480);
+  EXPECT_LT(hier.at("bound_busbw_gbs").get<double>(), 483);
+  // The flat ring's bytes cross one 50 GB/s link per step: 2(n-1)/n of the vector at 50 GB/s.
+  const nlohmann::json& ring = row.at("algorithms").at("ring");
+  EXPECT_NEAR(ring.at("bound_busbw_gbs").get<double>(), 50, 0.5) << ring;
+  for (const auto& [name, a] : row.at("algorithms").items())
+    EXPECT_GE(a.at("seconds").get<double>(), a.at("bound_seconds").get<double>()) << name;
+
+  r = topo(args);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("bounds (bytes only), busbw GB/s: ring "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hierarchical: 512 segments of 16 MiB; per segment reduce-scatter "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the host stage bounds the pipeline"), std::string::npos) << r.out;
+
+  r = topo({"--topo-file", kExamples + "/p5.48xlarge-x128.json", "--explain"});
+  EXPECT_TRUE(r.exited && r.exit_code == 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "plexus-topo: --explain needs --simulate\n");
+}
+
 TEST(PlexusTopoCost, SimulatesTheExampleClusterOfAThousandRanks) {
   ProcessResult r = topo({"--topo-file", kExamples + "/p5.48xlarge-x128.json", "--simulate",
                           "--format", "json"});

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   int nranks = 0;
   int per_host = 0;
   bool simulate = false;
+  bool explain = false;
   std::string format = "text";
   std::string sizes_text;
   std::string chunk_text = "1M";
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
   app.add_flag("--simulate", simulate,
                "predict every allreduce algorithm's time and busbw (default: one rank per GPU "
                "on every host of the topology, sizes 1K to 8G by 2x)");
+  app.add_flag("--explain", explain,
+               "with --simulate: each algorithm's bandwidth bound (its bytes alone, no latency "
+               "or reduction) and the hierarchical allreduce's phases per segment");
   app.add_option("--format", format, "--simulate's output: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--sizes", sizes_text,
@@ -103,6 +107,8 @@ int main(int argc, char** argv) {
   if (per_host != 0 && nranks == 0 && !simulate)
     return fail(PLX_ERROR_INVALID_ARGUMENT, "--ranks-per-host needs --ranks");
 
+  if (explain && !simulate)
+    return fail(PLX_ERROR_INVALID_ARGUMENT, "--explain needs --simulate");
   if (format != "text" && !simulate)
     return fail(PLX_ERROR_INVALID_ARGUMENT, "--format " + format + " needs --simulate");
   std::string error;
@@ -157,7 +163,7 @@ int main(int argc, char** argv) {
   if (simulate) {
     RankGroups groups = group_ranks(ranks);
     plexus::topo_tool::SimulateOptions options{sizes, static_cast<size_t>(chunk[0]), cost_model,
-                                               format == "json"};
+                                               format == "json", explain};
     if (plx_result_t rc = plexus::topo_tool::print_simulation(stdout, cluster, groups, options,
                                                               &error);
         rc != PLX_SUCCESS)

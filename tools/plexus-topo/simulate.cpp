@@ -1,9 +1,13 @@
 // simulate.cpp - see simulate.h.
 #include "tools/plexus-topo/simulate.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "comm/topology_bridge.h"
 #include "tools/plexus-topo/format.h"
@@ -19,6 +23,35 @@ std::vector<std::string> simulated_algorithms(bool peer_memory) {
   if (peer_memory) names.push_back("shm");
   return names;
 }
+
+namespace {
+
+nlohmann::json phase_json(const comm::PhaseSeconds& p) {
+  return {{"latency_s", p.latency}, {"bytes_s", p.bytes}, {"reduction_s", p.reduction}};
+}
+
+std::string phase_text(const char* name, const comm::PhaseSeconds& p) {
+  return std::string(name) + " " + format_seconds(p.total()) + " (latency " +
+         format_seconds(p.latency) + ", bytes " + format_seconds(p.bytes) + ", reduction " +
+         format_seconds(p.reduction) + ")";
+}
+
+// --explain's second line: the phases of one segment and how the pipeline adds them up.
+std::string phases_text(const comm::HierarchicalPhases& h) {
+  const double net = h.network.total();
+  const bool host_bound = h.host() >= net;
+  return "hierarchical: " + fmt::format("{:g}", h.segments) + " segment" +
+         (h.segments == 1 ? "" : "s") + " of " +
+         format_bytes(static_cast<uint64_t>(h.segment_bytes)) + "; per segment " +
+         phase_text("reduce-scatter", h.reduce_scatter) + " + " +
+         phase_text("allgather", h.allgather) + " within a host, " +
+         phase_text("network", h.network) + "; the " + (host_bound ? "host" : "network") +
+         " stage bounds the pipeline: " + format_seconds(h.host() + net + h.boundaries) +
+         " fill and drain + " + fmt::format("{:g}", h.segments - 1) + " x " +
+         format_seconds(host_bound ? h.host() : net) + " = " + format_seconds(h.seconds);
+}
+
+}  // namespace
 
 plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluster,
                               const topology::RankGroups& g, const SimulateOptions& options,
@@ -79,7 +112,44 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
       }
     }
     if (!options.json) std::fprintf(out, "\n");
-    rows.push_back({{"bytes", size}, {"chosen", chosen}, {"algorithms", algorithms}});
+    nlohmann::json row = {{"bytes", size}, {"chosen", chosen}, {"algorithms", algorithms}};
+    if (options.explain) {
+      std::vector<AlgorithmPrediction> bounds;
+      if (plx_result_t rc = model->predict_bounds("allreduce", static_cast<size_t>(size), &bounds,
+                                                  error);
+          rc != PLX_SUCCESS)
+        return rc;
+      std::string line = "bounds (bytes only), busbw GB/s:";
+      for (const std::string& name : names) {
+        const auto found =
+            std::find_if(bounds.begin(), bounds.end(),
+                         [&](const AlgorithmPrediction& b) { return b.algorithm == name; });
+        if (found == bounds.end()) continue;
+        const AlgorithmPrediction& b = *found;
+        const double busbw = b.seconds > 0 ? static_cast<double>(size) / b.seconds * factor : 0;
+        row["algorithms"][b.algorithm]["bound_seconds"] = b.seconds;
+        row["algorithms"][b.algorithm]["bound_busbw_gbs"] =
+            b.seconds > 0 ? nlohmann::json(busbw / 1e9) : nlohmann::json();
+        line += " " + b.algorithm + " " +
+                format_busbw(static_cast<double>(size), b.seconds, factor);
+      }
+      const std::optional<comm::HierarchicalPhases> phases =
+          model->explain_hierarchical_allreduce(static_cast<size_t>(size));
+      if (phases) {
+        row["hierarchical_phases"] = {{"segments", phases->segments},
+                                      {"segment_bytes", phases->segment_bytes},
+                                      {"seconds", phases->seconds},
+                                      {"reduce_scatter", phase_json(phases->reduce_scatter)},
+                                      {"allgather", phase_json(phases->allgather)},
+                                      {"network", phase_json(phases->network)},
+                                      {"boundaries_s", phases->boundaries}};
+      }
+      if (!options.json) {
+        std::fprintf(out, "  %9s  %s\n", "", line.c_str());
+        if (phases) std::fprintf(out, "  %9s  %s\n", "", phases_text(*phases).c_str());
+      }
+    }
+    rows.push_back(std::move(row));
   }
   if (options.json) {
     nlohmann::json doc = {

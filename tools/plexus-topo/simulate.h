@@ -10,6 +10,12 @@
 //             "intra": "..", "inter": ".."},
 //    "rows": [{"bytes": 1024, "chosen": "recursive_doubling",
 //              "algorithms": {"ring": {"seconds": .., "busbw_gbs": ..}, ...}}, ...]}
+// With --explain each algorithm also has "bound_seconds" and "bound_busbw_gbs" (its bytes
+// alone: TopologyCostModel::predict_bounds), and a row on several hosts "hierarchical_phases":
+//   {"segments": 512, "segment_bytes": .., "seconds": ..,
+//    "reduce_scatter": {"latency_s": .., "bytes_s": .., "reduction_s": ..}, "allgather": {..},
+//    "network": {..}, "boundaries_s": ..}   (per segment; TopologyCostModel's HierarchicalPhases)
+// and the text adds two lines under each size: the bounds' busbw, and the phases.
 // busbw_gbs = bytes / seconds x 2(n-1)/n / 10^9 (nccl-tests' allreduce bus bandwidth); null
 // when the predicted time is 0 (a cost model of zeros), which the table prints as "-".
 #pragma once
@@ -34,6 +40,7 @@ struct SimulateOptions {
   size_t chunk_bytes = 1u << 20;
   std::string cost_model_text;  // PLEXUS_COST_MODEL's value; "" = from the topology
   bool json = false;
+  bool explain = false;  // --explain: bounds and the hierarchical allreduce's phases
 };
 
 // PLX_ERROR_INVALID_ARGUMENT with *error for a bad PLEXUS_COST_MODEL or a communicator of one
