@@ -182,15 +182,26 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
   return PLX_SUCCESS;
 }
 
+namespace {
+
+// The collective named `collective`, or nullopt with *error naming `caller` and the valid names.
+std::optional<Collective> known_collective(std::string_view caller, std::string_view collective,
+                                           std::string* error) {
+  std::optional<Collective> c = find_collective(collective);
+  if (!c) {
+    *error = fmt::format("{}: collective \"{}\" is not one of {}", caller, collective,
+                         collective_names());
+  }
+  return c;
+}
+
+}  // namespace
+
 plx_result_t TopologyCostModel::predict(std::string_view collective, size_t bytes,
                                         std::vector<AlgorithmPrediction>* out,
                                         std::string* error) const {
-  std::optional<Collective> c = find_collective(collective);
-  if (!c) {
-    *error = fmt::format("predict: collective \"{}\" is not one of {}", collective,
-                         collective_names());
-    return PLX_ERROR_INVALID_ARGUMENT;
-  }
+  const std::optional<Collective> c = known_collective("predict", collective, error);
+  if (!c) return PLX_ERROR_INVALID_ARGUMENT;
   const Impl& m = *impl_;
   const AlgorithmChoice choice = choose(*c, bytes, m.shape, m.params, m.chunk_bytes);
   std::vector<AlgorithmPrediction> ranked;
@@ -210,12 +221,8 @@ plx_result_t TopologyCostModel::predict(std::string_view collective, size_t byte
 plx_result_t TopologyCostModel::predict_bounds(std::string_view collective, size_t bytes,
                                                std::vector<AlgorithmPrediction>* out,
                                                std::string* error) const {
-  std::optional<Collective> c = find_collective(collective);
-  if (!c) {
-    *error = fmt::format("predict_bounds: collective \"{}\" is not one of {}", collective,
-                         collective_names());
-    return PLX_ERROR_INVALID_ARGUMENT;
-  }
+  const std::optional<Collective> c = known_collective("predict_bounds", collective, error);
+  if (!c) return PLX_ERROR_INVALID_ARGUMENT;
   const Impl& m = *impl_;
   const CostParams bytes_only = bandwidth_only(m.params);
   std::vector<AlgorithmPrediction> bounds;

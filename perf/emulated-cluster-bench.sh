@@ -78,21 +78,9 @@ bench="$BUILD_DIR/bin/plexus-bench"
 out_dir=$(mktemp -d /tmp/plexus-emulated-bench.XXXXXX)
 trap 'rm -rf "$out_dir"' EXIT
 
-# SIGTERM/SIGINT/SIGHUP: passed on to the running emulated-cluster.sh (by pid) as SIGTERM (a
-# background job ignores SIGINT), which stops its ranks and removes its namespaces; then exit.
-child=""
-on_signal() {
-  trap '' INT TERM HUP
-  echo "emulated-cluster-bench: $1 received; stopping the emulated cluster" >&2
-  if [[ -n "$child" ]]; then
-    kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  exit "$2"
-}
-trap 'on_signal SIGINT 130' INT
-trap 'on_signal SIGTERM 143' TERM
-trap 'on_signal SIGHUP 129' HUP
+CHILD_SIGNALS_NAME=emulated-cluster-bench
+# shellcheck source=perf/lib/child_signals.sh
+source perf/lib/child_signals.sh
 
 [[ -n "$chunk" ]] && export PLEXUS_CHUNK_BYTES="$chunk"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)," \
@@ -104,18 +92,8 @@ for algo in hierarchical ring; do
        --timeout "$timeout_s" -- "$bench" allreduce -b "$minbytes" -e "$maxbytes" -f 2
        -n "$iters" -w "$warmup" -J "$out_dir/$algo.json")
   echo "# PLEXUS_ALGO=allreduce:$algo ${cmd[*]}"
-  rc=0
-  # In the background and waited for, so that a signal reaches on_signal at once.
-  PLEXUS_ALGO="allreduce:$algo" "${cmd[@]}" > "$out_dir/$algo.log" 2>&1 &
-  child=$!
-  wait "$child" || rc=$?
-  child=""
-  if [[ "$rc" == 77 ]]; then cat "$out_dir/$algo.log" >&2; exit 77; fi
-  if [[ "$rc" != 0 ]]; then
-    echo "# allreduce:$algo failed (status $rc):" >&2
-    tail -20 "$out_dir/$algo.log" >&2
-    status=1
-  fi
+  run_child "$out_dir/$algo.log" "allreduce:$algo" env PLEXUS_ALGO="allreduce:$algo" \
+    "${cmd[@]}" || status=1
 done
 [[ "$status" == 0 ]] || exit 1
 

@@ -93,21 +93,9 @@ bench="$BUILD_DIR/bin/plexus-bench"
 out_dir=$(mktemp -d /tmp/plexus-simulator-validation.XXXXXX)
 trap 'rm -rf "$out_dir"' EXIT
 
-# SIGTERM/SIGINT/SIGHUP: passed on to the running emulated-cluster.sh (by pid) as SIGTERM, which
-# stops its ranks and removes its namespaces; then exit.
-child=""
-on_signal() {
-  trap '' INT TERM HUP
-  echo "simulator-validation: $1 received; stopping the emulated cluster" >&2
-  if [[ -n "$child" ]]; then
-    kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
-  exit "$2"
-}
-trap 'on_signal SIGINT 130' INT
-trap 'on_signal SIGTERM 143' TERM
-trap 'on_signal SIGHUP 129' HUP
+CHILD_SIGNALS_NAME=simulator-validation
+# shellcheck source=perf/lib/child_signals.sh
+source perf/lib/child_signals.sh
 
 started="$(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 echo "# $started"
@@ -123,18 +111,8 @@ for layout in "${layout_list[@]}"; do
            --rate "$rate" --timeout "$timeout_s" -- "$bench" allreduce -b "$minbytes"
            -e "$maxbytes" -f 4 -n "$iters" -w "$warmup" -P 1 -J "$out_dir/$name.json")
       echo "# $layout $rate allreduce:$algorithm"
-      rc=0
-      PLEXUS_ALGO="allreduce:$algorithm" PLEXUS_CACHE_DIR="$out_dir/cache-$name" \
-        "${cmd[@]}" > "$out_dir/$name.log" 2>&1 &
-      child=$!
-      wait "$child" || rc=$?
-      child=""
-      if [[ "$rc" == 77 ]]; then cat "$out_dir/$name.log" >&2; exit 77; fi
-      if [[ "$rc" != 0 ]]; then
-        echo "# $name failed (status $rc):" >&2
-        tail -20 "$out_dir/$name.log" >&2
-        status=1
-      fi
+      run_child "$out_dir/$name.log" "$name" env PLEXUS_ALGO="allreduce:$algorithm" \
+        PLEXUS_CACHE_DIR="$out_dir/cache-$name" "${cmd[@]}" || status=1
     done
   done
 done

@@ -22,6 +22,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from doc_block import replace_block  # noqa: E402  (perf/lib/doc_block.py)
+
 # "plexus_reg" is plexus-bench -R 1: buffers from plx_mem_alloc, registered on the communicator
 # (as nccl-tests -R); the peers have no such mode.
 LIBRARIES = [("plexus", "Plexus"), ("plexus_reg", "Plexus, registered"), ("gloo", "Gloo"),
@@ -312,17 +315,8 @@ def main():
                 "[performance.md](performance.md).\n\n" + text)
     perf_md = os.path.join(args.docs, "performance.md")
     if os.path.exists(perf_md):
-        old = open(perf_md).read()
-        begin = f"<!-- perf/compare.sh {args.collective}: begin -->"
-        end = f"<!-- perf/compare.sh {args.collective}: end -->"
-        new_block = f"{begin}\n{text}{end}"
-        if begin in old and end in old:
-            head, rest = old.split(begin, 1)
-            updated = head + new_block + rest.split(end, 1)[1]
-        else:
-            updated = old.rstrip("\n") + "\n\n" + new_block + "\n"
-        with open(perf_md, "w") as f:
-            f.write(updated)
+        replace_block(perf_md, f"<!-- perf/compare.sh {args.collective}: begin -->",
+                      f"<!-- perf/compare.sh {args.collective}: end -->", text)
     print(text)
     return 0
 

@@ -13,6 +13,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from doc_block import replace_block  # noqa: E402  (perf/lib/doc_block.py)
+
 BEGIN = "<!-- perf/simulator-validation.sh: begin -->"
 END = "<!-- perf/simulator-validation.sh: end -->"
 TOLERANCE = 0.15
@@ -77,19 +80,7 @@ def main():
     if wrong:
         status = 1
     if docs:
-        block = f"{BEGIN}\n{text}\n{END}"
-        try:
-            with open(docs) as f:
-                doc = f.read()
-        except OSError:
-            doc = ""
-        if BEGIN in doc and END in doc:
-            head, rest = doc.split(BEGIN, 1)
-            doc = head + block + rest.split(END, 1)[1]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-        with open(docs, "w") as f:
-            f.write(doc)
+        replace_block(docs, BEGIN, END, text + "\n")
         print(f"# wrote the table into {docs}")
     return status
 
