@@ -224,11 +224,10 @@ plx_result_t TopologyCostModel::predict_bounds(std::string_view collective, size
   const std::optional<Collective> c = known_collective("predict_bounds", collective, error);
   if (!c) return PLX_ERROR_INVALID_ARGUMENT;
   const Impl& m = *impl_;
-  const CostParams bytes_only = bandwidth_only(m.params);
   std::vector<AlgorithmPrediction> bounds;
   for (const AlgorithmInfo& info : algorithms_of(*c)) {
     bounds.push_back({std::string(info.name),
-                      predict_seconds(info.id, bytes, m.shape, bytes_only, m.chunk_bytes)});
+                      bound_seconds(info.id, bytes, m.shape, m.params, m.chunk_bytes)});
   }
   *out = std::move(bounds);
   return PLX_SUCCESS;

@@ -99,10 +99,12 @@ class TopologyCostModel {
   // collective and the valid names when it is unknown.
   plx_result_t predict(std::string_view collective, size_t bytes,
                        std::vector<AlgorithmPrediction>* out, std::string* error) const;
-  // Every algorithm of `collective` in algorithm order, priced with the parameters' latencies
-  // and reduction cost at 0 (cost_model.h bandwidth_only): the time its bytes alone take under
-  // its own schedule, its bandwidth bound (0 for algorithms the model prices by memory speed,
-  // the shm ones). Errors as predict().
+  // Every algorithm of `collective` in algorithm order with its bandwidth bound: the time its
+  // bytes alone take under its own schedule, every latency and reduction term at 0
+  // (cost_model.h bound_seconds; the hierarchical allreduce keeps its own segments and counts
+  // copies through peer memory as bytes). 0 where no bound is computed: the shm algorithms,
+  // priced by memory speed alone, and the hierarchical reduce, broadcast, reduce_scatter and
+  // allgather on several hosts. Errors as predict().
   plx_result_t predict_bounds(std::string_view collective, size_t bytes,
                               std::vector<AlgorithmPrediction>* out, std::string* error) const;
   // The hierarchical allreduce of `bytes` taken apart into its phases (cost_model.h

@@ -78,14 +78,20 @@ for algorithm in "${algorithm_list[@]}"; do
     die_usage "-a '$algorithm': one of ring, hierarchical, rabenseifner, double_binary_tree," \
               "recursive_doubling"
 done
-for value in "$iters" "$warmup" "$timeout_s"; do
-  [[ "$value" =~ ^[0-9]{1,6}$ ]] || die_usage "'$value' is not a whole number (0..999999)"
-done
-(( iters >= 1 )) || die_usage "-n $iters: at least 1"
-(( timeout_s >= 1 )) || die_usage "-t $timeout_s: at least 1"
+# Whole numbers without leading zeros (bash would read 08 as octal, plexus-bench refuse it).
+[[ "$iters" =~ ^[1-9][0-9]{0,5}$ ]] || die_usage "-n '$iters': a whole number in 1..999999"
+[[ "$warmup" =~ ^(0|[1-9][0-9]{0,5})$ ]] || die_usage "-w '$warmup': a whole number in 0..999999"
+[[ "$timeout_s" =~ ^[1-9][0-9]{0,4}$ ]] || die_usage "-t '$timeout_s': a whole number in 1..99999"
+bytes_of() {  # bytes_of SIZE: 4M -> 4194304
+  local number=${1%[KMG]} shift_by=0
+  case "$1" in *K) shift_by=10 ;; *M) shift_by=20 ;; *G) shift_by=30 ;; esac
+  echo $(( number << shift_by ))
+}
 for value in "$minbytes" "$maxbytes"; do
-  [[ "$value" =~ ^[1-9][0-9]{0,9}[KMG]?$ ]] || die_usage "'$value' is not a size (e.g. 4M)"
+  [[ "$value" =~ ^[1-9][0-9]{0,8}[KMG]?$ ]] || die_usage "'$value' is not a size (e.g. 4M)"
 done
+(( $(bytes_of "$minbytes") <= $(bytes_of "$maxbytes") )) ||
+  die_usage "-b $minbytes is larger than -e $maxbytes"
 
 BUILD_DIR=${BUILD_DIR:-build}
 bench="$BUILD_DIR/bin/plexus-bench"

@@ -343,12 +343,35 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
                                       two_levels(shape, params), chunk_bytes);
 }
 
-CostParams bandwidth_only(const CostParams& params) {
+double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                     const CostParams& params, size_t chunk_bytes) {
+  if (shape.nranks <= 1) return 0;
+  switch (algorithm) {
+    case AlgorithmId::AllreduceShm:
+    case AlgorithmId::AllreduceShmOneshot:
+    case AlgorithmId::ReduceShm:
+    case AlgorithmId::BroadcastShm:
+    case AlgorithmId::ReduceScatterShm:
+    case AlgorithmId::AllgatherShm:
+    case AlgorithmId::AlltoallShm: return 0;
+    case AlgorithmId::AllreduceHierarchical:
+      if (shape.multi_host()) {
+        return explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes)->bytes_total();
+      }
+      break;
+    case AlgorithmId::ReduceHierarchical:
+    case AlgorithmId::BroadcastHierarchical:
+    case AlgorithmId::ReduceScatterHierarchical:
+    case AlgorithmId::AllgatherHierarchical:
+      if (shape.multi_host()) return 0;
+      break;
+    default: break;
+  }
   CostParams bytes_only = params;
   bytes_only.alpha_s = 0;
   bytes_only.gamma_s_per_byte = 0;
   bytes_only.inter_alpha_s = 0;
-  return bytes_only;
+  return predict_seconds(algorithm, bytes, shape, bytes_only, chunk_bytes);
 }
 
 double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,

@@ -64,9 +64,15 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const Co
 // (hierarchical_cost.h); nullopt on one host, where it is a flat reduce-scatter and allgather.
 std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
     size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes);
-// The same parameters with every latency and reduction cost at 0: what only the bytes cost, the
-// bandwidth bound of an algorithm under its own schedule.
-CostParams bandwidth_only(const CostParams& params);
+// The bandwidth bound of `algorithm` under its own schedule: the time its bytes alone take, every
+// latency and reduction term at 0. Flat algorithms: predict_seconds with alpha, inter alpha and
+// gamma at 0. The hierarchical allreduce on several hosts: its own segments (from the real
+// parameters, as it runs) with each phase's bytes term only (copies through peer memory
+// count as bytes), pipelined as HierarchicalAllreduceParts::total() adds them. 0 (no bound
+// computed) for the shm algorithms, priced by memory speed alone, and for the other
+// hierarchical algorithms on several hosts.
+double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                     const CostParams& params, size_t chunk_bytes);
 
 struct AlgorithmChoice {
   AlgorithmId algorithm = AlgorithmId::kCount;

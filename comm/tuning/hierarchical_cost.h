@@ -43,6 +43,12 @@ struct HierarchicalAllreduceParts {
     return host() + network.total() + boundaries +
            (segments - 1) * (host() > network.total() ? host() : network.total());
   }
+  // The same pipeline with each phase's bytes term only, no boundaries: the schedule's
+  // bandwidth bound (cost_model.h bound_seconds).
+  double bytes_total() const {
+    const double h = reduce_scatter.bytes + allgather.bytes, n = network.bytes;
+    return h + n + (segments - 1) * (h > n ? h : n);
+  }
 };
 
 // The parts above for `bytes` on `shape` (shape.hosts > 1), as hierarchical_seconds prices

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # child_signals.sh - sourced by the perf scripts that run scripts/emulated-cluster.sh one run at
 # a time (emulated-cluster-bench.sh, simulator-validation.sh). SIGINT, SIGTERM and SIGHUP are
 # passed on to the running child (by pid) as SIGTERM (a background job ignores SIGINT), which

@@ -4,6 +4,7 @@
 // (escaped names, PLEXUS_TOPO_DUMP_FILE with a file, bad --sizes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -223,6 +224,24 @@ TEST(PlexusTopoCost, HostsOfSeveralRanksShareASegmentEach) {
   EXPECT_NE(seconds_of(a, 0, "hierarchical"), seconds_of(b, 0, "hierarchical"));
   EXPECT_EQ(seconds_of(a, 0, "ring"), seconds_of(b, 0, "ring"));  // flat: no segment used
 
+  // --explain's bound counts the copies through the segment as bytes (they are the host
+  // stage's data movement), only latency and reduction dropped: the pipeline of the phases'
+  // bytes terms, the same segments as the prediction.
+  std::vector<std::string> explain = args;
+  explain.push_back("--explain");
+  ProcessResult e = topo(explain);
+  ASSERT_TRUE(e.exited && e.exit_code == 0) << e.out << e.err;
+  const nlohmann::json row = nlohmann::json::parse(e.out).at("rows").at(0);
+  const nlohmann::json& h = row.at("hierarchical_phases");
+  const double host = h["reduce_scatter"]["bytes_s"].get<double>() +
+                      h["allgather"]["bytes_s"].get<double>();
+  const double net = h["network"]["bytes_s"].get<double>();
+  EXPECT_GT(host, 0) << h;
+  const double bound = host + net + (h["segments"].get<double>() - 1) * std::max(host, net);
+  EXPECT_NEAR(row["algorithms"]["hierarchical"]["bound_seconds"].get<double>(), bound,
+              1e-9 * bound)
+      << row;
+
   ProcessResult table = topo({"--topo-file", file, "--ranks", "4", "--ranks-per-host", "2",
                               "--sizes", "64M"});
   ASSERT_TRUE(table.exited && table.exit_code == 0) << table.out << table.err;
@@ -374,11 +393,10 @@ TEST(PlexusTopoCost, ExplainTakesTheHierarchicalAllreduceApart) {
   const double total = host + net + 4e-6 + 511 * host;
   EXPECT_TRUE(near(h["seconds"], total)) << h;
   EXPECT_TRUE(near(seconds_of(doc, 0, "hierarchical"), total));
-  // The bound: no latency, so the lane step is its 256 KiB floor and the segments 1024 (the
-  // most) of 8 MiB, y = 1 MiB; no reduction. 2 x 7/8 of the vector over NVLink, about 482 GB/s.
-  const double yb = kMiB;
-  const double host_bound = 2 * 7 * yb * beta_i, net_bound = yb * beta_link;
-  const double bound = host_bound + net_bound + 1023 * host_bound;
+  // The bound: the same 512 segments with each phase's bytes only (no latency, no reduction, no
+  // boundaries): 2 x 7/8 of the vector over NVLink, about 482 GB/s.
+  const double host_bound = 2 * 7 * y * beta_i, net_bound = y * beta_link;
+  const double bound = host_bound + net_bound + 511 * host_bound;
   const nlohmann::json& hier = row.at("algorithms").at("hierarchical");
   EXPECT_TRUE(near(hier.at("bound_seconds"), bound)) << hier;
   EXPECT_NEAR(hier.at("bound_busbw_gbs").get<double>(), m / bound * 1.875 / 1e9, 1e-6);
@@ -389,6 +407,19 @@ TEST(PlexusTopoCost, ExplainTakesTheHierarchicalAllreduceApart) {
   EXPECT_NEAR(ring.at("bound_busbw_gbs").get<double>(), 50, 0.5) << ring;
   for (const auto& [name, a] : row.at("algorithms").items())
     EXPECT_GE(a.at("seconds").get<double>(), a.at("bound_seconds").get<double>()) << name;
+
+  // At 64 MiB the bound keeps the schedule's 4 segments of 16 MiB (a latency-free lane step
+  // would cut it finer and bound a schedule that does not run).
+  std::vector<std::string> small = json_args;
+  small[6] = "64M";
+  r = topo(small);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  const nlohmann::json small_doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& small_row = small_doc.at("rows").at(0);
+  EXPECT_EQ(small_row.at("hierarchical_phases").at("segments").get<double>(), 4);
+  EXPECT_TRUE(near(small_row.at("algorithms").at("hierarchical").at("bound_seconds"),
+                   host_bound + net_bound + 3 * host_bound))
+      << small_row;
 
   r = topo(args);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;

@@ -40,12 +40,17 @@ std::string phase_text(const char* name, const comm::PhaseSeconds& p) {
 std::string phases_text(const comm::HierarchicalPhases& h) {
   const double net = h.network.total();
   const bool host_bound = h.host() >= net;
-  return "hierarchical: " + fmt::format("{:g}", h.segments) + " segment" +
-         (h.segments == 1 ? "" : "s") + " of " +
-         format_bytes(static_cast<uint64_t>(h.segment_bytes)) + "; per segment " +
-         phase_text("reduce-scatter", h.reduce_scatter) + " + " +
-         phase_text("allgather", h.allgather) + " within a host, " +
-         phase_text("network", h.network) + "; the " + (host_bound ? "host" : "network") +
+  const std::string phases = phase_text("reduce-scatter", h.reduce_scatter) + " + " +
+                             phase_text("allgather", h.allgather) + " within a host, " +
+                             phase_text("network", h.network);
+  if (h.segments <= 1) {
+    return "hierarchical: one segment of " +
+           format_bytes(static_cast<uint64_t>(h.segment_bytes)) + ", nothing to overlap: " +
+           phases + ", one after the other = " + format_seconds(h.seconds);
+  }
+  return "hierarchical: " + fmt::format("{:g}", h.segments) + " segments of " +
+         format_bytes(static_cast<uint64_t>(h.segment_bytes)) + "; per segment " + phases +
+         "; the " + (host_bound ? "host" : "network") +
          " stage bounds the pipeline: " + format_seconds(h.host() + net + h.boundaries) +
          " fill and drain + " + fmt::format("{:g}", h.segments - 1) + " x " +
          format_seconds(host_bound ? h.host() : net) + " = " + format_seconds(h.seconds);

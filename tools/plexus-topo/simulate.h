@@ -15,7 +15,8 @@
 //   {"segments": 512, "segment_bytes": .., "seconds": ..,
 //    "reduce_scatter": {"latency_s": .., "bytes_s": .., "reduction_s": ..}, "allgather": {..},
 //    "network": {..}, "boundaries_s": ..}   (per segment; TopologyCostModel's HierarchicalPhases)
-// and the text adds two lines under each size: the bounds' busbw, and the phases.
+// and the text adds under each size a line of the bounds' busbw and, on several hosts, one of
+// the phases.
 // busbw_gbs = bytes / seconds x 2(n-1)/n / 10^9 (nccl-tests' allreduce bus bandwidth); null
 // when the predicted time is 0 (a cost model of zeros), which the table prints as "-".
 #pragma once
