@@ -55,8 +55,14 @@ std::string record_host(const Bytes& record) {
 bool record_shm_ok(const Bytes& record) { return !record.empty() && record.back() == '1'; }
 
 // "provider\0address" for round 1.
-Bytes endpoint_record(const std::string& provider, const std::vector<uint8_t>& address) {
+// "<provider settings>\0<nic>\0<address>": the NIC (Transport::nic(), no zero byte in it) lets
+// every rank count the NICs each host's ranks send on (cost_shape.h nics_in_use).
+Bytes endpoint_record(const std::string& provider, const std::string& nic,
+                      const std::vector<uint8_t>& address) {
   Bytes record = to_bytes(provider);
+  record.push_back(0);
+  const Bytes nic_bytes = to_bytes(nic.substr(0, nic.find('\0')));
+  record.insert(record.end(), nic_bytes.begin(), nic_bytes.end());
   record.push_back(0);
   record.insert(record.end(), address.begin(), address.end());
   return record;
@@ -64,12 +70,15 @@ Bytes endpoint_record(const std::string& provider, const std::vector<uint8_t>& a
 
 plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
                                     const std::string& my_provider,
-                                    std::vector<std::vector<uint8_t>>* addresses) {
+                                    std::vector<std::vector<uint8_t>>* addresses,
+                                    std::vector<std::string>* nics) {
   addresses->clear();
+  nics->clear();
   for (size_t r = 0; r < records.size(); ++r) {
     const Bytes& record = records[r];
     auto zero = std::find(record.begin(), record.end(), uint8_t{0});
-    if (zero == record.end()) {
+    auto second = zero == record.end() ? zero : std::find(zero + 1, record.end(), uint8_t{0});
+    if (second == record.end()) {
       return set_error(PLX_ERROR_INTERNAL,
                        fmt::format("rank {}: malformed endpoint record from rank {}", rank, r));
     }
@@ -82,7 +91,8 @@ plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
                                    "rank)",
                                    rank, rank, my_provider, r, provider));
     }
-    addresses->emplace_back(zero + 1, record.end());
+    nics->emplace_back(zero + 1, second);
+    addresses->emplace_back(second + 1, record.end());
   }
   return PLX_SUCCESS;
 }
@@ -230,17 +240,20 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   const std::string settings = fmt::format("{} chunk_bytes={} max_msg_bytes={}", provider,
                                            comm->chunk_bytes, max_msg_bytes.value_or(0));
   std::vector<std::vector<uint8_t>> addresses{comm->transport->local_address()};
+  std::vector<std::string> nics{comm->transport->nic()};
   if (rendezvous) {
     std::vector<Bytes> endpoints;
     PLX_CHECK(comm->rendezvous->allgather(
-        1, endpoint_record(settings, comm->transport->local_address()), &endpoints));
-    PLX_CHECK(parse_endpoint_records(setup.rank, endpoints, settings, &addresses));
+        1, endpoint_record(settings, comm->transport->nic(), comm->transport->local_address()),
+        &endpoints));
+    PLX_CHECK(parse_endpoint_records(setup.rank, endpoints, settings, &addresses, &nics));
   }
 
   // 4. Connect.
   PLX_CHECK(comm->transport->connect(addresses));
   comm->host_ids.clear();
   for (const Bytes& record : records) comm->host_ids.push_back(record_host(record));
+  comm->nic_ids = std::move(nics);
   PLX_CHECK(finish_setup(comm));
 
   // 5. The cost model: rank 0's parameters (cached per host, else measured), on every rank. A
@@ -278,6 +291,7 @@ plx_result_t finish_setup(plx_comm* comm) {
   }
   comm->hosts = host_layout(comm->host_ids);
   comm->cost_shape = cost_shape(comm->hosts);
+  comm->cost_shape.nics_per_host = nics_in_use(comm->hosts, comm->nic_ids);
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
   comm->executor->set_wait_hint([transport = comm->transport.get()] {
     return transport->wait_hint();

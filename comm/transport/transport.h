@@ -85,6 +85,10 @@ class Transport {
   virtual int size() const = 0;
   // Provider name, e.g. "tcp;ofi_rxm" or "shm".
   virtual const char* name() const = 0;
+  // The network device this rank's endpoint opened (libfabric's domain name, e.g. "eth1" or
+  // "rdmap79s0-rdm"), "" where unknown. Ranks of a host with different names send over
+  // different NICs (rails); the cost model counts them (comm/tuning/cost_shape.h).
+  virtual std::string nic() const { return ""; }
 
   // Posts a non-blocking tagged send of `bytes` bytes to `peer`. `buf` must stay valid and
   // unchanged until the request completes. bytes == 0 is allowed (a pure signal).

@@ -102,4 +102,23 @@ CostShape cost_shape(const HostLayout& layout) {
   return shape;
 }
 
+int nics_in_use(const HostLayout& layout, const std::vector<std::string>& nic_of_rank) {
+  if (nic_of_rank.size() != static_cast<size_t>(layout.size()) || layout.host_count() == 0) {
+    return 1;
+  }
+  int fewest = 0;
+  for (const std::vector<int>& ranks : layout.hosts) {
+    std::vector<std::string> names;
+    for (int r : ranks) {
+      if (nic_of_rank[static_cast<size_t>(r)].empty()) return 1;
+      names.push_back(nic_of_rank[static_cast<size_t>(r)]);
+    }
+    std::sort(names.begin(), names.end());
+    const int distinct =
+        static_cast<int>(std::unique(names.begin(), names.end()) - names.begin());
+    fewest = fewest == 0 ? distinct : std::min(fewest, distinct);
+  }
+  return std::max(fewest, 1);
+}
+
 }  // namespace plexus::comm

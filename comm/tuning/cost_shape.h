@@ -20,6 +20,7 @@
 // kPairwiseExactRanks ranks, O(n log n) otherwise), so a prediction stays O(log n).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "comm/algorithms/host_layout.h"
@@ -36,7 +37,7 @@ struct CostShape {
   int max_local = 1;             // M, the most ranks on one host (the hierarchical lanes)
   int min_local = 1;             // the fewest ranks on one host
   std::vector<int> local_sizes;  // the distinct host sizes, increasing
-  int nics_per_host = 1;         // links a host's inter-host messages spread over
+  int nics_per_host = 1;         // links a host's inter-host messages spread over (nics_in_use)
 
   // Loads (see above) of the flat algorithms' patterns; 0: the pattern stays inside hosts.
   int ring = 0;                // r -> r+1 mod n: rings, chain
@@ -62,5 +63,12 @@ CostShape flat_cost_shape(int nranks);
 
 // The shape of `layout`'s ranks.
 CostShape cost_shape(const HostLayout& layout);
+
+// The links a host's messages spread over, for CostShape::nics_per_host: the fewest distinct
+// NICs the ranks of any host opened, `nic_of_rank` naming each rank's (Transport::nic(), in the
+// layout's rank order; "" unknown). 1 when some rank's is unknown or the list does not cover
+// the layout. Every rank of a host sending on its own NIC (rails, PLEXUS_FI_NICS; one NIC per
+// GPU on p5) gives up to one link per rank; the inter-host beta is one NIC's (measure.h).
+int nics_in_use(const HostLayout& layout, const std::vector<std::string>& nic_of_rank);
 
 }  // namespace plexus::comm

@@ -167,6 +167,30 @@ TEST(CostShapeTest, ContiguousAndInterleavedHosts) {
   EXPECT_EQ(steps, 4);
 }
 
+// Links per host: the fewest distinct NICs any host's ranks opened; unknown or a list that does
+// not cover the layout gives 1.
+TEST(CostShapeTest, NicsInUseCountsEachHostsDistinctNics) {
+  const std::vector<std::string> ids = {"A", "A", "B", "B"}, interleaved = {"A", "B", "A", "B"};
+  const HostLayout two_by_two = host_layout(ids);
+  EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "eth1", "eth0", "eth1"}), 2);  // two rails
+  EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "eth0", "eth0", "eth0"}), 1);  // one NIC each
+  EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "eth1", "eth0", "eth0"}), 1);  // host B has one
+  EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "", "eth0", "eth1"}), 1);      // one unknown
+  EXPECT_EQ(nics_in_use(two_by_two, {}), 1);                                // none known
+  EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "eth1"}), 1);                  // too short
+  // Interleaved ranks: hosts as host_layout groups them, not rank order.
+  EXPECT_EQ(nics_in_use(host_layout(interleaved), {"a0", "b0", "a1", "b1"}), 2);
+  // p5-like: 8 ranks of each host on 8 NICs.
+  std::vector<std::string> hosts, nics;
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < 8; ++r) {
+      hosts.push_back(h == 0 ? "A" : "B");
+      nics.push_back("rdmap" + std::to_string(r));
+    }
+  }
+  EXPECT_EQ(nics_in_use(host_layout(hosts), nics), 8);
+}
+
 // ---- two-level formulas --------------------------------------------------------------------
 
 // Within a host alpha 10, beta 1, gamma 0.5; between hosts alpha 100, beta 10.

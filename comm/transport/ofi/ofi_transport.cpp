@@ -350,4 +350,11 @@ plx_result_t OfiTransport::fail(plx_result_t code, std::string message) {
   return wait_.fail(code, std::move(message));
 }
 
+std::string OfiTransport::nic() const {
+  const fi_info& info = fabric_->info();
+  return info.domain_attr != nullptr && info.domain_attr->name != nullptr
+             ? std::string(info.domain_attr->name)
+             : std::string();
+}
+
 }  // namespace plexus::comm::ofi

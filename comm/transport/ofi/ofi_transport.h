@@ -66,6 +66,7 @@ class OfiTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* name() const override { return fabric_->provider_name().c_str(); }
+  std::string nic() const override;
 
   plx_result_t post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
                          Request& req) override;
