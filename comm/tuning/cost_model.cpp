@@ -346,14 +346,12 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
 double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                      const CostParams& params, size_t chunk_bytes) {
   if (shape.nranks <= 1) return 0;
+  if (const AlgorithmId fallback = shm_fallback(algorithm); fallback != algorithm) {
+    // A shm algorithm: priced by memory speed alone with a segment, else its flat fallback.
+    const bool segment = shape.peer_memory && !shape.multi_host();
+    return segment ? 0 : bound_seconds(fallback, bytes, shape, params, chunk_bytes);
+  }
   switch (algorithm) {
-    case AlgorithmId::AllreduceShm:
-    case AlgorithmId::AllreduceShmOneshot:
-    case AlgorithmId::ReduceShm:
-    case AlgorithmId::BroadcastShm:
-    case AlgorithmId::ReduceScatterShm:
-    case AlgorithmId::AllgatherShm:
-    case AlgorithmId::AlltoallShm: return 0;
     case AlgorithmId::AllreduceHierarchical:
       if (shape.multi_host()) {
         return explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes)->bytes_total();

@@ -69,8 +69,9 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
 // gamma at 0. The hierarchical allreduce on several hosts: its own segments (from the real
 // parameters, as it runs) with each phase's bytes term only (copies through peer memory
 // count as bytes), pipelined as HierarchicalAllreduceParts::total() adds them. 0 (no bound
-// computed) for the shm algorithms, priced by memory speed alone, and for the other
-// hierarchical algorithms on several hosts.
+// computed) for the shm algorithms on a peer-memory segment, priced by memory speed alone
+// (without one, their flat fallback's bound), and for the other hierarchical algorithms on
+// several hosts.
 double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                      const CostParams& params, size_t chunk_bytes);
 
