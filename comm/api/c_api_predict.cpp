@@ -32,12 +32,10 @@ CostShape member_shape(const plx_comm& comm, const std::vector<int>& members) {
   std::vector<std::string> host_ids, nic_ids;
   host_ids.reserve(members.size());
   for (int r : members) host_ids.push_back(comm.host_ids.at(r));  // as a split would have them
-  // The communicator's own NICs price a group of all its ranks; a split opens its endpoints
-  // anew and is priced as one link per host, as the split's own cost model does (communicator.h).
-  bool whole =
-      comm.nic_ids.size() == comm.host_ids.size() && members.size() == comm.nic_ids.size();
-  for (size_t i = 0; whole && i < members.size(); ++i) whole = members[i] == static_cast<int>(i);
-  if (whole) nic_ids = comm.nic_ids;
+  // The members' NICs, as a split keeps them (communicator_split.cpp).
+  if (comm.nic_ids.size() == comm.host_ids.size()) {
+    for (int r : members) nic_ids.push_back(comm.nic_ids.at(r));
+  }
   const HostLayout layout = host_layout(host_ids);
   CostShape shape = cost_shape(layout);
   shape.nics_per_host = nics_in_use(layout, nic_ids);

@@ -28,7 +28,8 @@
 
 namespace plexus::bootstrap {
 
-constexpr uint32_t kWireVersion = 2;
+// 3: the endpoint record carries the rank's NIC (comm/core/communicator.cpp endpoint_record).
+constexpr uint32_t kWireVersion = 3;
 constexpr size_t kHeaderBytes = 8;
 constexpr uint32_t kMaxPayloadBytes = 64u << 20;  // from a rank the root has admitted
 // Before admission a connection may send one HELLO of at most this many bytes, and nothing

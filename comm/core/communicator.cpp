@@ -4,7 +4,7 @@
 //   1. connect to the rendezvous server; round 0 gathers every rank's host id;
 //   2. local rank/size from the host ids (unless the launcher gave them), transport choice
 //      (PLEXUS_TRANSPORT: libfabric with its provider choice, or UCX);
-//   3. open the endpoint; round 1 gathers "settings\0address" from every rank;
+//   3. open the endpoint; round 1 gathers "settings\0nic\0address" from every rank;
 //   4. insert the addresses;
 //   5. the host layout (hosts in order of first rank, local ranks, rails) from the host ids, and
 //      the cost model's parameters: rank 0's cached or measured ones (both levels when the ranks
@@ -54,9 +54,9 @@ std::string record_host(const Bytes& record) {
 }
 bool record_shm_ok(const Bytes& record) { return !record.empty() && record.back() == '1'; }
 
-// "provider\0address" for round 1.
-// "<provider settings>\0<nic>\0<address>": the NIC (Transport::nic(), no zero byte in it) lets
-// every rank count the NICs each host's ranks send on (cost_shape.h nics_in_use).
+// Round 1's record, "<provider settings>\0<nic>\0<address>": the NIC (Transport::nic(), no zero byte in it) lets
+// every rank count the NICs each host's ranks send on (cost_shape.h nics_in_use). Every rank
+// parses the same table of records, so all derive the same links per host.
 Bytes endpoint_record(const std::string& provider, const std::string& nic,
                       const std::vector<uint8_t>& address) {
   Bytes record = to_bytes(provider);

@@ -53,8 +53,8 @@ struct plx_comm {
   bool check_args = true;  // PLEXUS_CHECK_ARGS: compare argument signatures (signature.h)
   std::vector<std::string> host_ids;  // per rank
   // Per rank, the NIC its endpoint opened (Transport::nic(); "" unknown): the cost model's links
-  // per host (cost_shape.h nics_in_use). Empty in a split communicator, whose ranks open their
-  // endpoints anew (priced as one link per host).
+  // per host (cost_shape.h nics_in_use). A split's members keep their parent's (their endpoints
+  // open the parent's domain).
   std::vector<std::string> nic_ids;
   // Where the ranks run, from host_ids (finish_setup): the hierarchical algorithms' layout
   // (CollArgs::hosts) and the two-level cost model's view of it.

@@ -121,6 +121,11 @@ plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
   }
   PLX_CHECK(child->transport->connect(addresses));
   for (int member : members) child->host_ids.push_back(parent->host_ids.at(member));
+  // The child's endpoints open the parent's domain (OfiTransport::open_sibling), so each member
+  // sends on the NIC it did in the parent.
+  if (parent->nic_ids.size() == parent->host_ids.size()) {
+    for (int member : members) child->nic_ids.push_back(parent->nic_ids.at(member));
+  }
   const std::string& my_host = parent->host_ids.at(parent->rank);
   child->local_rank = 0;
   child->local_size = 0;

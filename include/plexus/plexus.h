@@ -649,8 +649,8 @@ plx_result_t plx_comm_last_algorithm(plx_comm_t comm, const char** name);
  *    allgather: one rank's block; alltoall: the block sent to each rank; sendrecv: the message).
  *  - ranks: nranks distinct ranks of comm (0..size-1) that would run it as one communicator
  *    split from comm, on the hosts comm has them on; NULL with nranks = comm's size: all of comm.
- *    All of comm in rank order counts the network links (NICs) its ranks opened on each host
- *    (several rails: one per rank); any other group, as a split, one link per host.
+ *    Each host's network links are the NICs its members send on (several rails: up to one per
+ *    rank).
  *  - *seconds: the prediction for the algorithm the cost model would choose for that group
  *    (honouring comm's algorithm overrides, PLEXUS_ALGO or plx_comm_set_algorithm); 0 for one
  *    rank. A prediction, not a measurement: docs/algorithms.md says how close each is.

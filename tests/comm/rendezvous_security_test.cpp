@@ -250,7 +250,7 @@ TEST(RendezvousSecurity, TheServerChallengesEveryConnectionFirst) {
   }
   EXPECT_EQ(get_u32(frame), 9u);       // CHALLENGE
   EXPECT_EQ(get_u32(frame + 4), 36u);  // version + 32-byte nonce
-  EXPECT_EQ(get_u32(frame + 8), 2u);   // wire version
+  EXPECT_EQ(get_u32(frame + 8), 3u);   // wire version
   close(fd);
   expect_job_runs(id);
 }

@@ -178,8 +178,9 @@ TEST(CostShapeTest, NicsInUseCountsEachHostsDistinctNics) {
   EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "", "eth0", "eth1"}), 1);      // one unknown
   EXPECT_EQ(nics_in_use(two_by_two, {}), 1);                                // none known
   EXPECT_EQ(nics_in_use(two_by_two, {"eth0", "eth1"}), 1);                  // too short
-  // Interleaved ranks: hosts as host_layout groups them, not rank order.
-  EXPECT_EQ(nics_in_use(host_layout(interleaved), {"a0", "b0", "a1", "b1"}), 2);
+  // Interleaved ranks: hosts as host_layout groups them (A = ranks 0 and 2, each with e0 and e1
+  // here), not by contiguous rank order (which would pair e0 with e0).
+  EXPECT_EQ(nics_in_use(host_layout(interleaved), {"e0", "e0", "e1", "e1"}), 2);
   // p5-like: 8 ranks of each host on 8 NICs.
   std::vector<std::string> hosts, nics;
   for (int h = 0; h < 2; ++h) {
