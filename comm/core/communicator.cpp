@@ -244,8 +244,7 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   if (rendezvous) {
     std::vector<Bytes> endpoints;
     PLX_CHECK(comm->rendezvous->allgather(
-        1, endpoint_record(settings, comm->transport->nic(), comm->transport->local_address()),
-        &endpoints));
+        1, endpoint_record(settings, nics.front(), addresses.front()), &endpoints));
     PLX_CHECK(parse_endpoint_records(setup.rank, endpoints, settings, &addresses, &nics));
   }
 

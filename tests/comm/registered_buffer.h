@@ -1,6 +1,7 @@
 // registered_buffer.h - what the registered-buffer tests share (registered_buffers_test.cpp,
 // registered_collectives_test.cpp): a guarded plx_mem_alloc buffer, registered on a communicator
-// or not, the name of the last algorithm, and a world of forked ranks running one body.
+// or not, the name of the last algorithm, and a loop over every datatype and reduction op. The
+// forked world of ranks is transport_cases.h's expect_ranks_pass.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -61,22 +62,18 @@ inline std::string last_algorithm(plx_comm_t comm) {
   return name ? name : "NULL";
 }
 
-// Runs `body` on n forked ranks with `env`, each with a world communicator; every rank must
-// return "" (else the test fails, naming the ranks' reasons).
-inline void run_registered_world(int n, const std::function<std::string(int, plx_comm_t)>& body,
-                                 const EnvList& env) {
-  const auto outcomes = run_ranks(
-      n,
-      [&](int rank) {
-        OwnedComm comm;
-        std::string why = open_world(n, &comm);
-        if (why.empty()) why = body(rank, comm.get());
-        if (why.empty()) why = comm.destroy("world");
-        return rank_result(rank, why);
-      },
-      240.0, env);
+// Runs check(datatype, op, in_place) for every datatype and reduction op, in place every second
+// time, until one returns a reason; returns it ("" when all passed).
+template <typename Check>
+std::string every_datatype_and_op(Check check) {
   std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << n << " ranks: " << why;
+  int t = 0;
+  for (int dt = 0; dt < PLX_NUM_DATATYPES && why.empty(); ++dt) {
+    for (int op = 0; op < PLX_NUM_OPS && why.empty(); ++op, ++t) {
+      why = check(static_cast<plx_datatype_t>(dt), static_cast<plx_red_op_t>(op), t % 2 == 1);
+    }
+  }
+  return why;
 }
 
 // The name of a test parameterised by its rank count: "3ranks".

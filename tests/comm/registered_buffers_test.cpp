@@ -106,7 +106,8 @@ std::string one_allreduce(plx_comm_t comm, int rank, int n, size_t count, plx_da
 
 // Runs `body` on n forked ranks with a world communicator; every rank must return "".
 void run_world(int n, const std::function<std::string(int, plx_comm_t)>& body) {
-  run_registered_world(n, body, registered_env());
+  expect_ranks_pass(
+      n, registered_env(), [&](plx_comm_t world, int rank) { return body(rank, world); }, 240.0);
 }
 
 // Just over the threshold, and not a multiple of 64 bytes times the ranks.
@@ -119,17 +120,10 @@ class RegisteredAllreduce : public ::testing::TestWithParam<int> {};
 TEST_P(RegisteredAllreduce, EveryDatatypeAndOpMatchesTheReference) {
   const int n = GetParam();
   run_world(n, [n](int rank, plx_comm_t comm) {
-    std::string why;
-    int t = 0;
-    for (int dt = 0; dt < PLX_NUM_DATATYPES && why.empty(); ++dt) {
-      for (int op = 0; op < PLX_NUM_OPS && why.empty(); ++op, ++t) {
-        const auto type = static_cast<plx_datatype_t>(dt);
-        why = one_allreduce(comm, rank, n, count_over_threshold(type), type,
-                            static_cast<plx_red_op_t>(op), t % 2 == 1, true, false,
-                            "allreduce:shm_registered");
-      }
-    }
-    return why;
+    return every_datatype_and_op([&](plx_datatype_t type, plx_red_op_t op, bool in_place) {
+      return one_allreduce(comm, rank, n, count_over_threshold(type), type, op, in_place, true,
+                           false, "allreduce:shm_registered");
+    });
   });
 }
 
