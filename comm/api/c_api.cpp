@@ -208,11 +208,10 @@ plx_result_t plx_comm_init_from_env(plx_comm_t* comm) {
         // (create_communicator); the server meanwhile uses the default.
         int timeout_ms = 300000;
         if (plexus::config_timeout_ms(&timeout_ms) != PLX_SUCCESS) plexus::clear_error();
-        if (plexus::bootstrap::RendezvousServer::start(env.master_addr, env.master_port,
-                                                       key.bytes, timeout_ms,
-                                                       &setup.server) != PLX_SUCCESS) {
-          return set_error(PLX_ERROR_SYSTEM, fmt::format("{}: rank 0: {}", fn,
-                                                         plexus::last_error()));
+        const plx_result_t started = plexus::bootstrap::RendezvousServer::start(
+            env.master_addr, env.master_port, key.bytes, timeout_ms, &setup.server);
+        if (started != PLX_SUCCESS) {
+          return set_error(started, fmt::format("{}: rank 0: {}", fn, plexus::last_error()));
         }
       }
     }

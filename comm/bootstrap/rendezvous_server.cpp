@@ -16,12 +16,14 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
 
 #include "comm/base/error.h"
 #include "comm/base/log.h"
 #include "comm/bootstrap/handshake.h"
+#include "comm/bootstrap/inherited_listener.h"
 #include "comm/bootstrap/keepalive.h"
 #include "comm/bootstrap/wire.h"
 #include "comm/bootstrap/wire_messages.h"
@@ -508,17 +510,35 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
     address = results.begin()->endpoint().address();
   }
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (ec == boost::system::errc::address_not_available) {
+  int inherited = -1;
+  PLX_CHECK(take_inherited_listener(port, &inherited));
+  if (inherited >= 0) {
+    // The launcher's listener (inherited_listener.h): already bound and listening on `port`.
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    getsockname(inherited, reinterpret_cast<sockaddr*>(&local), &len);
+    impl->acceptor.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), inherited, ec);
+    if (ec) {
+      ::close(inherited);
+      return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot use the inherited listener "
+                                                     "(PLEXUS_RENDEZVOUS_FD) on port {}: {}",
+                                                     port, ec.message()));
+    }
+    log_message(LogLevel::Info, "rendezvous server using the launcher's listener on port {}",
+                port);
+  } else {
+    impl->acceptor.open(endpoint.protocol(), ec);
+    if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) impl->acceptor.bind(endpoint, ec);
+  }
+  if (inherited < 0 && ec == boost::system::errc::address_not_available) {
     log_message(LogLevel::Info, "{} is not a local address; listening on all addresses", host);
     endpoint = tcp::endpoint(address.is_v6() ? tcp::v6() : tcp::v4(),
                              static_cast<unsigned short>(port));
     ec.clear();
     impl->acceptor.bind(endpoint, ec);
   }
-  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec && inherited < 0) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot listen on {}:{}: {}", host, port,
                                                    ec.message()));

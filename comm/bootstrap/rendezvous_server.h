@@ -28,7 +28,9 @@ namespace plexus::bootstrap {
 class RendezvousServer {
  public:
   // Binds host:port (port 0: the kernel picks; a host that is not a local address falls back to
-  // the wildcard address), listens, and starts serving in a background thread. Returns
+  // the wildcard address), listens, and starts serving in a background thread. A listener the
+  // launcher passed down for this port (PLEXUS_RENDEZVOUS_FD, inherited_listener.h) is used
+  // instead of binding, once per process. Returns
   // PLX_ERROR_SYSTEM naming the address and the OS error if the listener cannot be opened.
   // Only connections that prove `key` (handshake.h) are admitted; see the class comment for
   // what others may cost.

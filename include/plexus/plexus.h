@@ -271,7 +271,9 @@ plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id
  * Slurm's SLURM_PROCID/SLURM_NTASKS. The local rank comes from PLEXUS_LOCAL_RANK, LOCAL_RANK,
  * OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID. The rendezvous address is
  * PLEXUS_MASTER_ADDR/PLEXUS_MASTER_PORT, else MASTER_ADDR/MASTER_PORT, else 127.0.0.1:29500;
- * rank 0 runs the rendezvous server. With none of these set, a world of one rank is created.
+ * rank 0 runs the rendezvous server (on the listening socket PLEXUS_RENDEZVOUS_FD names, when
+ * a launcher such as plexus-run passed one down and it is listening on that port; else it binds
+ * the port). With none of these set, a world of one rank is created.
  * The rendezvous key every rank must prove (as for plx_comm_init_rank) comes from
  * PLEXUS_JOB_TOKEN (16..1024 bytes, the same on every rank; set but empty is refused as a wrong
  * length, never taken as unset; plexus-run sets a random one where it is unset or empty), else

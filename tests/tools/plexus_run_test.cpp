@@ -93,6 +93,36 @@ TEST(PlexusRun, DefaultPortIsSharedAndValid) {
   EXPECT_LE(value, 65535);
 }
 
+TEST(PlexusRun, RankZeroAloneInheritsAListenerOnThePort) {
+  // Rank 0 gets PLEXUS_RENDEZVOUS_FD naming a socket that already listens on
+  // PLEXUS_MASTER_PORT (state 0A in /proc/net/tcp, the socket's inode in the descriptor's link),
+  // so nothing can take the port before its rendezvous serves it; no other rank has the
+  // variable, and an inherited value is dropped. A given --master-port gets no listener.
+  const std::string script =
+      "if [ -z \"$PLEXUS_RENDEZVOUS_FD\" ]; then echo none; exit 0; fi; "
+      "inode=$(readlink /proc/self/fd/$PLEXUS_RENDEZVOUS_FD | tr -dc 0-9); "
+      "port=$(printf '%04X' $PLEXUS_MASTER_PORT); "
+      "awk -v i=\"$inode\" -v p=\":$port\" "
+      "'$10 == i && $4 == \"0A\" && substr($2, length($2) - 4) == p {f = 1} "
+      "END {print f ? \"listening\" : \"not listening\"}' /proc/net/tcp";
+  std::vector<std::string> argv{"/usr/bin/env", "PLEXUS_RENDEZVOUS_FD=9"};
+  auto sh = run_sh({"-n", "3"}, script);
+  argv.insert(argv.end(), sh.begin(), sh.end());
+  auto r = run_process(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = split_lines(r.out);
+  EXPECT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_TRUE(contains(lines, "[0] listening")) << r.out;
+  EXPECT_TRUE(contains(lines, "[1] none")) << r.out;
+  EXPECT_TRUE(contains(lines, "[2] none")) << r.out;
+
+  auto given = run_process(run_sh({"-n", "2", "--master-port", "23457"}, script));
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  lines = split_lines(given.out);
+  EXPECT_TRUE(contains(lines, "[0] none")) << given.out;
+  EXPECT_TRUE(contains(lines, "[1] none")) << given.out;
+}
+
 TEST(PlexusRun, ThreadCountsDefaultOnlyWhereUnset) {
   // The host's physical cores (hwloc) over the ranks, as plexus-train's BLAS threads.
   const int cores = plexus::topology::physical_core_count();

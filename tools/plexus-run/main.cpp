@@ -4,8 +4,8 @@
 //              [--term-grace-seconds S] [--no-prefix] -- PROGRAM ARGS...
 //
 // Rank r runs with PLEXUS_RANK=r, PLEXUS_WORLD_SIZE=N, PLEXUS_LOCAL_RANK=r,
-// PLEXUS_LOCAL_WORLD_SIZE=N, PLEXUS_MASTER_ADDR and PLEXUS_MASTER_PORT (a free port unless
-// given), PLEXUS_JOB_TOKEN (random per job, unless set: only this job's ranks can join), and
+// PLEXUS_LOCAL_WORLD_SIZE=N, PLEXUS_MASTER_ADDR and PLEXUS_MASTER_PORT (unless given, a port
+// the launcher already listens on and passes to rank 0 as PLEXUS_RENDEZVOUS_FD), PLEXUS_JOB_TOKEN (random per job, unless set: only this job's ranks can join), and
 // OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = max(1, physical cores / N) where unset.
 // SIGTERM or SIGINT to the launcher is forwarded to every rank, which then has
 // --term-grace-seconds (default 60) to finish its step, save and exit before SIGKILL.
@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+
+#include <unistd.h>
 
 #include "tools/plexus-run/launch_options.h"
 #include "tools/plexus-run/rank_environment.h"
@@ -98,7 +100,10 @@ int main(int argc, char** argv) {
   if (int code = parse_options(argc, argv, &options); code >= 0) return code;
 
   int port = options.master_port;
-  if (port == 0) port = find_free_port(options.master_addr);
+  // No port given: listen on one the kernel picks and hand the socket to rank 0, so nothing can
+  // take the port before rank 0's rendezvous serves it (rank_environment.h).
+  int listener = -1;
+  if (port == 0) listener = open_rendezvous_listener(options.master_addr, &port);
   if (port == 0) {
     launcher_message(fmt::format("no free TCP port found on {}: {}", options.master_addr,
                                  std::strerror(errno)));
@@ -119,7 +124,13 @@ int main(int argc, char** argv) {
   Supervisor supervisor(options, signals);
   for (int rank = 0; rank < options.nranks; ++rank) {
     SpawnResult spawned =
-        spawn_rank(rank, options.command, rank_environment(options, port, job_token, rank));
+        spawn_rank(rank, options.command, rank_environment(options, port, job_token, rank,
+                                                           listener),
+                   rank == 0 ? listener : -1);
+    if (rank == 0 && listener >= 0) {
+      close(listener);  // rank 0 holds it now (or failed to start, reported below)
+      listener = -1;
+    }
     if (!spawned.ok) {
       launcher_message(spawned.error);
       supervisor.kill_all();

@@ -1,6 +1,7 @@
 #include "tools/plexus-run/rank_environment.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -19,20 +20,33 @@ extern char** environ;
 
 namespace plexus::launcher {
 
-int find_free_port(const std::string& addr) {
+int open_rendezvous_listener(const std::string& addr, int* port) {
+  *port = 0;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
+  if (fd >= 0 && fd <= STDERR_FILENO) {  // a launcher started without stdin, say: the child
+    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);  // reopens 0..2
+    close(fd);
+    fd = moved;
+  }
+  if (fd < 0) return -1;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof(sa);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
+  int ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  if (ok != 0 && errno == EADDRNOTAVAIL) {  // not an address of this host: as the server does
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
   }
-  close(fd);
-  return port;
+  socklen_t len = sizeof(sa);
+  if (ok != 0 || listen(fd, SOMAXCONN) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    const int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
 }
 
 std::string random_job_token() {
@@ -50,7 +64,8 @@ std::string random_job_token() {
 }
 
 std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port,
-                                          const std::string& job_token, int rank) {
+                                          const std::string& job_token, int rank,
+                                          int listener_fd) {
   // Ordered map so the child's environment is deterministic; later assignments win.
   std::map<std::string, std::string> vars;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -75,6 +90,10 @@ std::vector<std::string> rank_environment(const LaunchOptions& options, int mast
   // An inherited token wins (the user's choice); an empty one is no choice, and the library
   // would refuse it: the job's random token replaces it.
   if (vars["PLEXUS_JOB_TOKEN"].empty()) vars["PLEXUS_JOB_TOKEN"] = job_token;
+  // Only rank 0 inherits the listener; a value inherited from an outer launcher names nothing
+  // this job's ranks hold.
+  vars.erase("PLEXUS_RENDEZVOUS_FD");
+  if (rank == 0 && listener_fd >= 0) vars["PLEXUS_RENDEZVOUS_FD"] = std::to_string(listener_fd);
 
   std::vector<std::string> out;
   out.reserve(vars.size());

@@ -12,9 +12,12 @@
 
 namespace plexus::launcher {
 
-// A TCP port on `addr` (an IPv4 address; anything else binds all addresses) that the kernel
-// reported free a moment ago, or 0 if no socket could be bound.
-int find_free_port(const std::string& addr);
+// A TCP socket bound to a port the kernel picks on `addr` (an IPv4 address of this host;
+// anything else binds all addresses) and listening, close-on-exec; *port is its port. Returns the
+// descriptor, or -1 with errno set. plexus-run passes it to rank 0 (PLEXUS_RENDEZVOUS_FD,
+// comm/bootstrap/inherited_listener.h), so no other process can take the port before rank 0's
+// rendezvous server serves it.
+int open_rendezvous_listener(const std::string& addr, int* port);
 
 // 32 random bytes from getrandom(2) as 64 hex digits: the job's PLEXUS_JOB_TOKEN, which every
 // rank must prove to the rendezvous (docs/security.md). "" if the kernel gives no randomness.
@@ -27,8 +30,10 @@ std::string random_job_token();
 // OMP_NUM_THREADS set to topology::threads_per_rank(nranks) (the host's physical cores over the
 // ranks, as plexus-train's BLAS threads) where they are unset, and IPATH_NO_BACKTRACE=1 and
 // HFI_NO_BACKTRACE=1 where unset (the PSM libraries' signal handlers call exit(); see
-// comm/transport/ofi/provider_select.cpp).
+// comm/transport/ofi/provider_select.cpp). PLEXUS_RENDEZVOUS_FD=listener_fd for rank 0 when
+// listener_fd >= 0; an inherited PLEXUS_RENDEZVOUS_FD is removed for every other case.
 std::vector<std::string> rank_environment(const LaunchOptions& options, int master_port,
-                                          const std::string& job_token, int rank);
+                                          const std::string& job_token, int rank,
+                                          int listener_fd = -1);
 
 }  // namespace plexus::launcher

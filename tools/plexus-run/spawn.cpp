@@ -33,7 +33,8 @@ struct FdPair {
 
 // Child side, between fork and exec: only async-signal-safe calls. Never returns.
 [[noreturn]] void exec_child(pid_t launcher, const sigset_t& saved_mask, int out_w, int err_w,
-                             int status_w, char* const argv[], char* const envp[]) {
+                             int status_w, int inherit_fd, char* const argv[],
+                             char* const envp[]) {
   reset_signals_in_child(saved_mask);
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -44,6 +45,7 @@ struct FdPair {
                        dup2(out_w, STDOUT_FILENO) < 0 || dup2(err_w, STDERR_FILENO) < 0)) {
     failure = errno;
   }
+  if (failure == 0 && inherit_fd >= 0 && fcntl(inherit_fd, F_SETFD, 0) != 0) failure = errno;
   if (failure == 0) {
     execvpe(argv[0], argv, envp);
     failure = errno;
@@ -74,7 +76,7 @@ int read_exec_status(int fd) {
 }  // namespace
 
 SpawnResult spawn_rank(int rank, const std::vector<std::string>& command,
-                       const std::vector<std::string>& env) {
+                       const std::vector<std::string>& env, int inherit_fd) {
   SpawnResult result;
   // Everything the child needs is built before fork: the child must not allocate.
   std::vector<char*> argv;
@@ -97,7 +99,8 @@ SpawnResult spawn_rank(int rank, const std::vector<std::string>& command,
   const pid_t launcher = getpid();
   pid_t pid = fork();
   if (pid == 0) {
-    exec_child(launcher, saved, out.fd[1], err.fd[1], status.fd[1], argv.data(), envp.data());
+    exec_child(launcher, saved, out.fd[1], err.fd[1], status.fd[1], inherit_fd, argv.data(),
+               envp.data());
   }
   int fork_errno = errno;
   if (pid > 0) setpgid(pid, pid);  // also in the parent, so the group exists before any kill

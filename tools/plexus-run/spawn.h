@@ -27,9 +27,11 @@ struct SpawnResult {
   std::string error;      // when !ok: "cannot run 'prog': No such file or directory"
 };
 
-// Starts `command` (command[0] looked up in PATH) with exactly the variables in `env`.
+// Starts `command` (command[0] looked up in PATH) with exactly the variables in `env`. The
+// child keeps descriptor `inherit_fd` (>= 0) open across exec, under the same number; every
+// other descriptor the launcher opened is close-on-exec.
 SpawnResult spawn_rank(int rank, const std::vector<std::string>& command,
-                       const std::vector<std::string>& env);
+                       const std::vector<std::string>& env, int inherit_fd = -1);
 
 // Sends `sig` to the rank's process group, and to the rank itself if it left the group.
 void signal_rank(pid_t pid, int sig);

@@ -27,6 +27,11 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_MASTER_PORT", ConfigType::Integer, "",
    "TCP port of the rendezvous server. Falls back to MASTER_PORT, then 29500 "
    "(plx_get_unique_id: a port chosen by the kernel)."},
+  {"PLEXUS_RENDEZVOUS_FD", ConfigType::Integer, "",
+   "Set by plexus-run for rank 0 only: an inherited descriptor listening on "
+   "PLEXUS_MASTER_PORT, which the rendezvous server uses instead of binding the port (no other "
+   "process can take the port between the launcher's choice and rank 0's start). Used only if "
+   "it is a listening TCP socket on that port; else a warning and the port is bound as usual."},
   {"PLEXUS_JOB_TOKEN", ConfigType::String, "",
    "Secret of the job (16..1024 bytes), the same on every rank: a rank must prove it (an "
    "HMAC-SHA256 over the server's challenge, never the token itself) before the rendezvous "

@@ -1,0 +1,136 @@
+// inherited_listener_test.cpp - rank 0's rendezvous serves a listening socket its launcher opened
+// and passed down as PLEXUS_RENDEZVOUS_FD (comm/bootstrap/inherited_listener.h), so no other
+// process can take the port between the launcher's choice and rank 0's start. Real ranks (forked
+// through multiprocess.h), the real rendezvous and libfabric's tcp provider; the listener is
+// opened here, in the test process, as plexus-run opens it.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "plexus/plexus.h"
+#include "tests/support/multiprocess.h"
+
+namespace {
+
+using plexus::test::all_passed;
+using plexus::test::EnvList;
+using plexus::test::rank_failure;
+using plexus::test::run_ranks;
+
+std::string last_error() { return plx_get_last_error(nullptr); }
+
+// A TCP socket listening on 127.0.0.1 at a port the kernel picks; *port is that port.
+int listen_on_loopback(int* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+      listen(fd, SOMAXCONN) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+// A two-rank job: an allreduce of (rank + 1) checked, then a clean destroy; 0 on success.
+int two_rank_allreduce(int rank) {
+  plx_comm_t comm = nullptr;
+  if (plx_comm_init_from_env(&comm) != PLX_SUCCESS) {
+    return rank_failure(rank, "plx_comm_init_from_env: " + last_error());
+  }
+  std::vector<float> data(4096, static_cast<float>(rank + 1));
+  if (plx_allreduce(data.data(), data.data(), data.size(), PLX_FLOAT32, PLX_SUM, comm,
+                    nullptr) != PLX_SUCCESS) {
+    return rank_failure(rank, "allreduce: " + last_error());
+  }
+  for (float v : data) {
+    if (v != 3.0f) return rank_failure(rank, "allreduce gave " + std::to_string(v) + ", not 3");
+  }
+  return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
+}
+
+// Inherited descriptors survive fork; the children are run_ranks' own (no exec), so a
+// descriptor opened close-on-exec here is still theirs.
+EnvList job_env(int port) {
+  return {{"PLEXUS_FI_PROVIDER", "tcp"},
+          {"PLEXUS_TIMEOUT_MS", "20000"},
+          {"PLEXUS_MASTER_PORT", std::to_string(port)}};
+}
+
+TEST(InheritedListener, RankZeroServesTheLaunchersListenerWhileThePortIsHeld) {
+  int port = 0;
+  const int listener = listen_on_loopback(&port);
+  ASSERT_GE(listener, 0);
+  // The control: the port is held (by this process), so binding it, as rank 0 did before the
+  // hand-off, fails and says why.
+  auto refused = run_ranks(1, [](int rank) {
+    setenv("PLEXUS_WORLD_SIZE", "2", 1);
+    unsetenv("PLEXUS_RENDEZVOUS_FD");
+    plx_comm_t comm = nullptr;
+    if (plx_comm_init_from_env(&comm) != PLX_ERROR_SYSTEM ||
+        last_error().find("Address already in use") == std::string::npos) {
+      return rank_failure(rank, "expected 'Address already in use', got: " + last_error());
+    }
+    return 0;
+  }, 60, job_env(port));
+  std::string why;
+  EXPECT_TRUE(all_passed(refused, &why)) << why;
+
+  EnvList env = job_env(port);
+  env.emplace_back("PLEXUS_RENDEZVOUS_FD", std::to_string(listener));
+  auto outcomes = run_ranks(2, two_rank_allreduce, 120, env);
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+  close(listener);
+}
+
+TEST(InheritedListener, ADescriptorThatIsNotTheListenerIsIgnoredAndThePortBound) {
+  // A pipe, and a listener on another port (a variable copied into a process that never got the
+  // descriptor, say): rank 0 warns and binds its port itself; the job runs.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  int other_port = 0;
+  const int other = listen_on_loopback(&other_port);
+  ASSERT_GE(other, 0);
+  for (int fd : {pipe_fds[0], other}) {
+    int free_port = 0;
+    const int probe = listen_on_loopback(&free_port);  // a port free once this closes
+    ASSERT_GE(probe, 0);
+    close(probe);
+    EnvList env = job_env(free_port);
+    env.emplace_back("PLEXUS_RENDEZVOUS_FD", std::to_string(fd));
+    auto outcomes = run_ranks(2, two_rank_allreduce, 120, env);
+    std::string why;
+    EXPECT_TRUE(all_passed(outcomes, &why)) << "descriptor " << fd << ": " << why;
+  }
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  close(other);
+}
+
+TEST(InheritedListener, AMalformedValueNamesTheVariable) {
+  auto outcomes = run_ranks(1, [](int rank) {
+    setenv("PLEXUS_WORLD_SIZE", "2", 1);
+    setenv("PLEXUS_RENDEZVOUS_FD", "3x", 1);
+    plx_comm_t comm = nullptr;
+    if (plx_comm_init_from_env(&comm) != PLX_ERROR_INVALID_ARGUMENT ||
+        last_error().find("PLEXUS_RENDEZVOUS_FD=3x is not an integer") == std::string::npos ||
+        last_error().find("rank 0") == std::string::npos) {
+      return rank_failure(rank, "message: " + last_error());
+    }
+    return 0;
+  });
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+}  // namespace
