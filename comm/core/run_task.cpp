@@ -18,6 +18,7 @@
 #include "comm/base/log.h"
 #include "comm/core/signature.h"
 #include "comm/tuning/algorithm_id.h"
+#include "comm/tuning/cost_model.h"
 #include "comm/reduce/reduce.h"
 
 
@@ -243,6 +244,11 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
+  if (!is_hierarchical(chosen.id)) {
+    // A flat algorithm (or a shm one's flat fallback) across hosts slices at the network's
+    // step, as the cost model priced it (cost_model.h flat_slice_bytes).
+    a.chunk_bytes = flat_slice_bytes(comm->cost_shape, comm->cost, comm->chunk_bytes);
+  }
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
   Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
   signature.registered = find_registered(comm, op, a) ? 1 : 0;

@@ -93,6 +93,13 @@ std::string_view algorithm_name(AlgorithmId id);
 // made once per process so a call pays no formatting for it.
 const std::string& qualified_algorithm_name(AlgorithmId id);
 Collective algorithm_collective(AlgorithmId id);
+// True for the hierarchical algorithms (comm/algorithms/hierarchical_*.cpp), which cut their
+// messages by their own rule (hierarchical_segments.h) rather than by the chunk.
+constexpr bool is_hierarchical(AlgorithmId id) {
+  return id == AlgorithmId::AllreduceHierarchical || id == AlgorithmId::ReduceHierarchical ||
+         id == AlgorithmId::BroadcastHierarchical ||
+         id == AlgorithmId::ReduceScatterHierarchical || id == AlgorithmId::AllgatherHierarchical;
+}
 
 // "allreduce", "reduce_scatter", ...; "?" for an out-of-range value.
 std::string_view collective_name(Collective collective);

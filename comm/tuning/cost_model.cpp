@@ -121,17 +121,28 @@ struct Model {
     }
     return std::log2(floor_pow2(n)) * (slices(m, c) * a + m * b + m * g) + fold(m, m);
   }
-  // [SST], pipelined as in [CHPV]: two binary trees of depth d = floor(log2 p), each reducing
-  // then broadcasting half the vector in k = slices(m/2) chunks of size x = m/(2k). Each rank is
-  // inner in one tree and a leaf in the other, so per pipeline stage it sends and receives two
-  // chunks (2a + 2x b) and, in the reduction, reduces two (2x g). Each phase takes d + k - 1
-  // stages:
-  //   (d + k - 1)(4a + 4x b + 2x g).
+  // [SST], pipelined as in [CHPV], on double_binary_tree_allreduce.cpp's systolic schedule
+  // (tree_pipeline.h): each tree reduces then broadcasts half the vector in S = slices(m/2)
+  // slices of x = m/(2S); slice k crosses the edge above a node of height h going up at step
+  // k + h and the edge above a node of depth d going down at step k + H + d, so the last slice
+  // is home after S - 1 + 2H steps, H the trees' height. Filling and draining the pipeline, a
+  // step carries one slice over an edge (2H single steps); in the S - 1 full steps every edge
+  // of both trees carries a slice each way at once, so a rank sends deg slices (its degree over
+  // both trees: 4 for most ranks, a leaf in one tree and interior in the other) and reduces
+  // kids (its children, 2), and a host link carries one slice per tree edge it has to another
+  // host (CostShape::double_tree, L):
+  //   2H (A(1) + x B(1) + x g) + (S - 1)(deg A(L) + x max(deg b, B(L)) + kids x g).
+  // One level (B = b): the full step is deg (a + x b) + kids x g.
   double double_binary_tree_allreduce(double m) const {
-    const double d = std::floor(std::log2(p));
     const double k = slices(m / 2, c);
     const double x = m / (2 * k);
-    return (d + k - 1) * (4 * A(s.double_tree) + 4 * x * B(s.double_tree) + 2 * x * g);
+    const int one = links ? 1 : 0;
+    const int load = s.double_tree;
+    const double single = A(one) + x * B(one) + x * g;
+    const double full = s.double_tree_degree * A(load) +
+                        x * std::max(s.double_tree_degree * b, B(load)) +
+                        s.double_tree_children * x * g;
+    return 2 * s.double_tree_height * single + (k - 1) * full;
   }
 
   // ---- reduce (m = the vector) ----
@@ -372,6 +383,17 @@ double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape
   return predict_seconds(algorithm, bytes, shape, bytes_only, chunk_bytes);
 }
 
+size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
+  if (chunk_bytes == 0 || !shape.multi_host() || !params.two_level()) return chunk_bytes;
+  constexpr double kSliceSeconds = 1e-3;        // on the wire per slice, at most
+  constexpr double kSliceLatencies = 8;         // alpha's worth of bytes, at least
+  constexpr size_t kMinSliceBytes = size_t{16} << 10;
+  const double beta = params.inter_beta_s_per_byte;
+  const double bytes = std::min(std::max(kSliceSeconds, kSliceLatencies * params.inter_alpha_s) /
+                                    beta, 1e15);
+  return std::min(chunk_bytes, std::max(kMinSliceBytes, static_cast<size_t>(bytes)));
+}
+
 double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes) {
   const int nranks = shape.nranks;
@@ -379,8 +401,11 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
   const bool links = shape.multi_host() && params.two_level();
   const double ae = links ? params.inter_alpha_s : params.alpha_s;
   const double be = links ? params.inter_beta_s_per_byte : params.beta_s_per_byte;
+  // The flat algorithms' slice; the hierarchical ones and the shm fallbacks below get chunk_bytes
+  // (their own rules, and the fallback's call comes back here).
   const Model model{static_cast<double>(nranks), nranks, params.alpha_s, params.beta_s_per_byte,
-                    params.gamma_s_per_byte, chunk_bytes, shape, ae, be, links};
+                    params.gamma_s_per_byte, flat_slice_bytes(shape, params, chunk_bytes), shape,
+                    ae, be, links};
   const double x = static_cast<double>(bytes);
   switch (algorithm) {
     case AlgorithmId::AllreduceRing: return model.ring_allreduce(x);

@@ -53,7 +53,7 @@ struct CostParams {
 };
 
 // Predicted seconds of `algorithm` for `bytes` (as above) on the ranks of `shape` with slices of
-// at most `chunk_bytes` (0: no slicing). 0 when there is one rank (nothing moves). The two-level
+// at most `chunk_bytes` (0: no slicing; a flat algorithm across hosts: flat_slice_bytes). 0 when there is one rank (nothing moves). The two-level
 // formulas apply when shape.multi_host() and params.two_level(); otherwise the one-level ones.
 double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes);
@@ -64,6 +64,20 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const Co
 // (hierarchical_cost.h); nullopt on one host, where it is a flat reduce-scatter and allgather.
 std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
     size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes);
+// The slice a flat (not hierarchical) algorithm cuts its messages into on `shape`: chunk_bytes
+// on one host (or with one-level parameters); across hosts the bytes the network moves in
+// 1 ms, or in 8 of its latencies if that is more, at least 16 KiB and at most chunk_bytes:
+//   min(chunk_bytes, max(16 KiB, max(1 ms, 8 alpha_e) / beta_e)).
+// Fast networks keep the chunk (p5's 400 Gbit/s links: 1 MiB); slow ones get less (1 Gbit/s:
+// 119 kB). Over libfabric's ofi_rxm (the tcp and verbs providers) a large message moves only
+// once its receiver has answered the sender's request, and on a link loaded both ways that
+// answer waits behind the bytes queued ahead of it, so the longer a slice is on the wire the
+// longer every step stalls: on the emulated cluster the double binary tree ran 1.3-2x slower
+// than its schedule with 1 MiB or 256 KiB slices at 250 Mbit/s to 1 Gbit/s, and at it
+// (1.00-1.15) with slices of about 1 ms (docs/performance.md). The run
+// (comm/core/run_task.cpp) and every prediction below use this same slice.
+size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t chunk_bytes);
+
 // The bandwidth bound of `algorithm` under its own schedule: the time its bytes alone take, every
 // latency and reduction term at 0. Flat algorithms: predict_seconds with alpha, inter alpha and
 // gamma at 0. The hierarchical allreduce on several hosts: its own segments (from the real

@@ -23,6 +23,29 @@ int load_of(const HostLayout& layout, const std::vector<int>& dest) {
   return load;
 }
 
+// The double binary tree's height, degree and children (CostShape), from the parents the
+// algorithm itself uses (double_binary_tree.h). O(n log n): the trees are O(log n) deep.
+void set_double_tree(int n, CostShape* shape) {
+  std::vector<int> degree(n, 0), children(n, 0);
+  int height = 0;
+  for (int r = 0; r < n; ++r) {
+    for (int tree = 0; tree < 2; ++tree) {
+      const auto parent = [&](int x) { return tree == 0 ? btree_parent(n, x) : second_tree_parent(n, x); };
+      const int up = parent(r);
+      if (up < 0) continue;
+      ++degree[r];
+      ++degree[up];
+      ++children[up];
+      int depth = 1;
+      for (int x = up; parent(x) >= 0 && depth <= n; x = parent(x)) ++depth;
+      height = std::max(height, depth);
+    }
+  }
+  shape->double_tree_height = height;
+  shape->double_tree_degree = n > 0 ? *std::max_element(degree.begin(), degree.end()) : 0;
+  shape->double_tree_children = n > 0 ? *std::max_element(children.begin(), children.end()) : 0;
+}
+
 int floor_pow2(int n) {
   int p = 1;
   while (p * 2 <= n) p *= 2;
@@ -36,6 +59,7 @@ CostShape flat_cost_shape(int nranks) {
   shape.nranks = std::max(nranks, 1);
   shape.max_local = shape.min_local = shape.root_host_ranks = shape.nranks;
   shape.local_sizes = {shape.nranks};
+  set_double_tree(shape.nranks, &shape);
   return shape;
 }
 
@@ -87,9 +111,11 @@ CostShape cost_shape(const HostLayout& layout) {
     for (int s = 1; s < n; ++s) ++shape.pairwise[pattern([&](int r) { return (r + s) % n; })];
   }
 
-  // Double binary tree: in steady state every edge of both trees carries a chunk each way per
-  // stage, and a rank handles two chunks per direction (the formula's 4x beta), so a host's
-  // link load is its crossing tree edges, halved.
+  // Double binary tree: in steady state every edge of both trees carries one slice each way
+  // per pipeline step (up from the child, down from the parent), so each edge between hosts
+  // puts one message on each of its two hosts' links per step, in each direction: a host's
+  // load is the number of tree edges it has to other hosts.
+  set_double_tree(n, &shape);
   std::vector<int> edges(shape.hosts, 0);
   for (int r = 0; r < n; ++r) {
     for (const int parent : {btree_parent(n, r), second_tree_parent(n, r)}) {
@@ -98,7 +124,7 @@ CostShape cost_shape(const HostLayout& layout) {
       ++edges[layout.host_of[parent]];
     }
   }
-  shape.double_tree = (*std::max_element(edges.begin(), edges.end()) + 1) / 2;
+  shape.double_tree = *std::max_element(edges.begin(), edges.end());
   return shape;
 }
 

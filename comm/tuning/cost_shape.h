@@ -46,7 +46,13 @@ struct CostShape {
   std::vector<int> binomial;   // [j]: v <-> v + 2^j, v a multiple of 2^(j+1) (root 0)
   std::vector<int> doubling;   // [k]: r -> r + 2^k mod n (Bruck, dissemination)
   std::vector<int> pairwise;   // [c]: how many of the n-1 pairwise steps have load c
-  int double_tree = 0;         // per direction, both trees' edges at once, halved (see .cpp)
+  int double_tree = 0;         // both trees' edges between hosts at the busiest host (see .cpp)
+  // The two trees themselves (any layout): their height H (the taller tree's), and the most
+  // messages one rank sends per pipeline step (its degree summed over both trees: one up to
+  // each parent, one down to each child) and reduces per step (its children in both trees).
+  int double_tree_height = 0;
+  int double_tree_degree = 0;
+  int double_tree_children = 0;
   int root_host_ranks = 1;     // ranks on rank 0's host (linear gather and scatter)
   // The ranks of each host share a peer-memory segment (set by the communicator; comm/
   // transport/peer_memory/peer_memory.h, true when every host with several ranks has one). On

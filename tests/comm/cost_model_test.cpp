@@ -18,12 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "comm/algorithms/host_layout.h"
 #include "comm/base/error.h"
 #include "comm/transport/tag.h"
 #include "comm/tuning/algo_override.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"
+#include "comm/tuning/cost_shape.h"
 #include "comm/tuning/measure.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/thread_transport.h"
@@ -84,8 +86,35 @@ TEST(CostModelTest, AllreducePowerOfTwoMatchesHandValues) {
   EXPECT_DOUBLE_EQ(predict(A::AllreduceRabenseifner, 1000, 4, 100), 1915);
   // recursive doubling: 2 * (10 slices * 10 + 1000 + 500)
   EXPECT_DOUBLE_EQ(predict(A::AllreduceRecursiveDoubling, 1000, 4, 100), 3200);
-  // double binary tree: depth 2, half 500 in k = 5 chunks of 100: (2+5-1)(40 + 400 + 100)
-  EXPECT_DOUBLE_EQ(predict(A::AllreduceDoubleBinaryTree, 1000, 4, 100), 3240);
+  // double binary tree: height H = 2 (0 <- 2 <- {1, 3}), half 500 in S = 5 slices of 100;
+  // rank 2 has degree 4 (3 in tree 0, 1 in tree 1) and 2 children:
+  //   2H (10 + 100 + 50) + (S - 1)(4*10 + 4*100 + 2*100*0.5) = 640 + 4*540
+  EXPECT_DOUBLE_EQ(predict(A::AllreduceDoubleBinaryTree, 1000, 4, 100), 2800);
+}
+
+TEST(CostModelTest, FlatAlgorithmsAcrossHostsSliceAtTheNetworkStep) {
+  // One host (or one-level parameters): the chunk. Across hosts:
+  // min(chunk, max(16 KiB, max(1 ms, 8 alpha_e) / beta_e)).
+  const std::vector<std::string> ids = {"host-a", "host-b"};
+  const CostShape across = cost_shape(host_layout(ids));
+  const CostParams slow{10e-6, 1e-10, 1e-10, 15e-6, 8e-9};     // 1 Gbit/s: 1 ms = 125000 B
+  const CostParams fast{10e-6, 1e-10, 1e-10, 10e-6, 0.02e-9};  // 400 Gbit/s: 1 ms = 50 MB
+  const CostParams far{10e-6, 1e-10, 1e-10, 200e-6, 8e-9};     // 8 a_e = 1.6 ms: 200000 B
+  const CostParams crawl{10e-6, 1e-10, 1e-10, 15e-6, 800e-9};  // 10 Mbit/s: 1250 B -> 16 KiB
+  EXPECT_EQ(flat_slice_bytes(flat_cost_shape(2), slow, 1 << 20), size_t{1} << 20);
+  EXPECT_EQ(flat_slice_bytes(across, CostParams{10e-6, 1e-10, 1e-10}, 1 << 20), size_t{1} << 20);
+  EXPECT_EQ(flat_slice_bytes(across, slow, 1 << 20), 125000u);
+  EXPECT_EQ(flat_slice_bytes(across, slow, 64 << 10), size_t{64} << 10);
+  EXPECT_EQ(flat_slice_bytes(across, far, 1 << 20), 200000u);
+  EXPECT_EQ(flat_slice_bytes(across, crawl, 1 << 20), size_t{16} << 10);
+  EXPECT_EQ(flat_slice_bytes(across, fast, 1 << 20), size_t{1} << 20);
+  EXPECT_EQ(flat_slice_bytes(across, fast, 16 << 20), size_t{16} << 20);  // 1 ms: 50 MB
+  EXPECT_EQ(flat_slice_bytes(across, slow, 0), 0u);
+  // The ring of 2 hosts at 1 Gbit/s, 2 MiB: a 1 MiB segment in ceil(1048576 / 125000) = 9
+  // slices per step: 2 * 9 * a_e + m * b_e + 0.5 m g
+  const double m = 2 << 20;
+  EXPECT_NEAR(predict_seconds(A::AllreduceRing, 2 << 20, across, slow, 1 << 20),
+              18 * 15e-6 + m * 8e-9 + 0.5 * m * 1e-10, 1e-12);
 }
 
 TEST(CostModelTest, AllreduceNonPowerOfTwoPaysTheFold) {
@@ -96,8 +125,9 @@ TEST(CostModelTest, AllreduceNonPowerOfTwoPaysTheFold) {
   EXPECT_DOUBLE_EQ(predict(A::AllreduceRabenseifner, 1200, 6), 5310);
   // recursive doubling: 2*(10 + 1200 + 600) + fold
   EXPECT_DOUBLE_EQ(predict(A::AllreduceRecursiveDoubling, 1200, 6), 6640);
-  // double binary tree: depth floor(log2 6) = 2, one chunk of 600: 2*(40 + 2400 + 600)
-  EXPECT_DOUBLE_EQ(predict(A::AllreduceDoubleBinaryTree, 1200, 6), 6080);
+  // double binary tree: height 3 (1 <- 2 <- 4 <- 0), one slice of 600 per tree: the pipeline
+  // only fills and drains, 2H (10 + 600 + 300)
+  EXPECT_DOUBLE_EQ(predict(A::AllreduceDoubleBinaryTree, 1200, 6), 5460);
 }
 
 TEST(CostModelTest, ReduceAndBroadcastMatchHandValues) {

@@ -82,11 +82,12 @@ TEST(PlexusTopoCost, SimulateOneCpuHostMatchesTheOneLevelFormulas) {
   //   ring          2(p-1) slices(m/p) a + 2(p-1)/p m b + (p-1)/p m g = 6a + 1.5mb + 0.75mg
   //   rabenseifner  2 log2(p) a + 2(p-1)/p m b + (p-1)/p m g         = 4a + 1.5mb + 0.75mg
   //   rec. doubling log2(p) (slices(m) a + m b + m g)                 = 2(4a + mb + mg)
-  //   double tree   (d + k - 1)(4a + 4xb + 2xg), d = 2, k = 2, x = m/4 = 3(4a + mb + 0.5mg)
+  //   double tree   2H (a + xb + xg) + (S - 1)(4a + 4xb + 2xg), H = 2, S = 2, x = m/4
+  //                 = 8a + 2mb + 1.5mg
   const double ring = 6 * a + 1.5 * m * b + 0.75 * m * g;
   const double rabenseifner = 4 * a + 1.5 * m * b + 0.75 * m * g;
   const double doubling = 2 * (4 * a + m * b + m * g);
-  const double tree = 3 * (4 * a + m * b + 0.5 * m * g);
+  const double tree = 8 * a + 2 * m * b + 1.5 * m * g;
   EXPECT_NEAR(seconds_of(doc, 0, "ring"), ring, ring * 1e-12);
   EXPECT_NEAR(seconds_of(doc, 0, "rabenseifner"), rabenseifner, rabenseifner * 1e-12);
   EXPECT_NEAR(seconds_of(doc, 0, "recursive_doubling"), doubling, doubling * 1e-12);
@@ -194,7 +195,9 @@ TEST(PlexusTopoCost, TwoHostsChargeTheRingAtTheNicRate) {
   EXPECT_DOUBLE_EQ(doc["cost"]["inter_beta_s_per_byte"].get<double>(), 0.8e-9);
   EXPECT_DOUBLE_EQ(doc["cost"]["inter_alpha_s"].get<double>(), 10e-6);
   EXPECT_EQ(doc["cost"]["links_per_host"], 1);
-  // Ring on p = 2 ranks, one per host (every step crosses, load 1):
+  // Ring on p = 2 ranks, one per host (every step crosses, load 1), sliced across hosts at
+  // what the link moves in 1 ms (flat_slice_bytes): 1 ms / 0.8 ns = 1.25 MB, above the 1 MiB
+  // chunk, so the 512 KiB segment is one slice:
   //   2(p-1) slices(m/2) a_e + 2(p-1)/p m b_e + (p-1)/p m g = 2 a_e + m b_e + 0.5 m g.
   const double m = kMiB;
   const double ring = 2 * 10e-6 + m * 0.8e-9 + 0.5 * m * 1e-10;
