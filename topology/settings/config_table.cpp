@@ -85,7 +85,8 @@ constexpr ConfigVariable kVariables[] = {
    "polling for 1 s."},
   {"PLEXUS_CHUNK_BYTES", ConfigType::Bytes, "1M",
    "Pipelining slice of the collective algorithms: the largest message the ring, chain, tree and "
-   "halving/doubling algorithms cut a buffer into. Device buffers: the chunk of the pipelined "
+   "halving/doubling algorithms cut a buffer into (across hosts at most what the network moves "
+   "in 1 ms, docs/algorithms.md). Device buffers: the chunk of the pipelined "
    "staging (clamped to 64K..16M) and a quarter of a CUDA IPC slot."},
   {"PLEXUS_SHM", ConfigType::Integer, "1",
    "1: ranks of a communicator that all share a host map one shared-memory segment of staging "
