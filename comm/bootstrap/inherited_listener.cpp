@@ -15,14 +15,15 @@
 #include "comm/base/config.h"
 #include "comm/base/error.h"
 #include "comm/base/log.h"
+#include "topology/settings/config_read.h"
 
 namespace plexus::bootstrap {
 namespace {
 
 constexpr const char* kVariable = "PLEXUS_RENDEZVOUS_FD";
 
-// Why `fd` is not a listening TCP socket on `port`; "" when it is.
-std::string why_not_listener(int fd, int port) {
+// Why `fd` is not a listening TCP socket of `family` on `port`; "" when it is.
+std::string why_not_listener(int fd, int family, int port) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return std::string("fstat: ") + std::strerror(errno);
   if (!S_ISSOCK(st.st_mode)) return "not a socket";
@@ -40,6 +41,10 @@ std::string why_not_listener(int fd, int port) {
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) {
     return std::string("getsockname: ") + std::strerror(errno);
   }
+  if (address.ss_family != family) {
+    return address.ss_family == AF_INET ? "an IPv4 socket, the address is IPv6"
+                                        : "not an IPv4 socket, as the address is";
+  }
   int bound = -1;
   if (address.ss_family == AF_INET) {
     bound = ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
@@ -54,24 +59,29 @@ std::string why_not_listener(int fd, int port) {
 
 }  // namespace
 
-plx_result_t take_inherited_listener(int port, int* fd) {
-  *fd = -1;
-  std::optional<int64_t> value;
-  PLX_CHECK(config_integer(kVariable, 3, INT_MAX, &value));
-  if (!value || port <= 0) return PLX_SUCCESS;
+int take_inherited_listener(int family, int port) {
+  const std::optional<std::string> text = config_text(kVariable);
+  if (!text || port <= 0) return -1;
   static std::atomic<bool> taken{false};
-  if (taken.exchange(true)) return PLX_SUCCESS;
-  const int candidate = static_cast<int>(*value);
-  const std::string why = why_not_listener(candidate, port);
+  if (taken.exchange(true)) return -1;
+  int64_t value = 0;
+  if (parse_integer_variable(kVariable, *text, 3, INT_MAX, &value) != PLX_SUCCESS) {
+    log_message(LogLevel::Warn, "{}; binding port {} instead", last_error(), port);
+    clear_error();
+    return -1;
+  }
+  const int candidate = static_cast<int>(value);
+  const std::string why = why_not_listener(candidate, family, port);
   if (!why.empty()) {
     log_message(LogLevel::Warn,
                 "{}={} is not a listening TCP socket on port {} ({}); binding the port instead",
                 kVariable, candidate, port, why);
-    return PLX_SUCCESS;
+    return -1;
   }
   fcntl(candidate, F_SETFD, FD_CLOEXEC);
-  *fd = candidate;
-  return PLX_SUCCESS;
+  return candidate;
 }
+
+bool inherited_listener_offered() { return config_text(kVariable).has_value(); }
 
 }  // namespace plexus::bootstrap

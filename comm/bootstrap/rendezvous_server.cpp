@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
@@ -510,14 +511,11 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
     address = results.begin()->endpoint().address();
   }
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
-  int inherited = -1;
-  PLX_CHECK(take_inherited_listener(port, &inherited));
+  const int inherited =
+      take_inherited_listener(address.is_v6() ? AF_INET6 : AF_INET, port);
   if (inherited >= 0) {
     // The launcher's listener (inherited_listener.h): already bound and listening on `port`.
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    getsockname(inherited, reinterpret_cast<sockaddr*>(&local), &len);
-    impl->acceptor.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), inherited, ec);
+    impl->acceptor.assign(address.is_v6() ? tcp::v6() : tcp::v4(), inherited, ec);
     if (ec) {
       ::close(inherited);
       return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot use the inherited listener "
@@ -540,8 +538,15 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
   }
   if (!ec && inherited < 0) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot listen on {}:{}: {}", host, port,
-                                                   ec.message()));
+    std::string hint;
+    if (inherited < 0 && ec == boost::system::errc::address_in_use &&
+        inherited_listener_offered()) {
+      hint = " (the launcher's listener, PLEXUS_RENDEZVOUS_FD, may hold it: a wrapper that "
+             "closed that descriptor before starting this process? keep it open, or give "
+             "plexus-run --master-port)";
+    }
+    return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot listen on {}:{}: {}{}", host, port,
+                                                   ec.message(), hint));
   }
   impl->port = impl->acceptor.local_endpoint().port();
   log_message(LogLevel::Info, "rendezvous server listening on {}:{}", host, impl->port);

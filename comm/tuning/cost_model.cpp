@@ -354,6 +354,11 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
                                       two_levels(shape, params), chunk_bytes);
 }
 
+namespace {
+double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                          const CostParams& params, size_t chunk_bytes, size_t slice_bytes);
+}  // namespace
+
 double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                      const CostParams& params, size_t chunk_bytes) {
   if (shape.nranks <= 1) return 0;
@@ -380,7 +385,9 @@ double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape
   bytes_only.alpha_s = 0;
   bytes_only.gamma_s_per_byte = 0;
   bytes_only.inter_alpha_s = 0;
-  return predict_seconds(algorithm, bytes, shape, bytes_only, chunk_bytes);
+  // The slice the run uses, from the real parameters (flat_slice_bytes reads alpha_e).
+  return predict_with_slice(algorithm, bytes, shape, bytes_only, chunk_bytes,
+                            flat_slice_bytes(shape, params, chunk_bytes));
 }
 
 size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
@@ -396,16 +403,25 @@ size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t
 
 double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes) {
+  return predict_with_slice(algorithm, bytes, shape, params, chunk_bytes,
+                            flat_slice_bytes(shape, params, chunk_bytes));
+}
+
+namespace {
+
+// predict_seconds with the flat algorithms' slice given (bound_seconds keeps the run's slice
+// while it zeroes the latencies the slice is computed from).
+double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                          const CostParams& params, size_t chunk_bytes, size_t slice_bytes) {
   const int nranks = shape.nranks;
   if (nranks <= 1) return 0;
   const bool links = shape.multi_host() && params.two_level();
   const double ae = links ? params.inter_alpha_s : params.alpha_s;
   const double be = links ? params.inter_beta_s_per_byte : params.beta_s_per_byte;
-  // The flat algorithms' slice; the hierarchical ones and the shm fallbacks below get chunk_bytes
-  // (their own rules, and the fallback's call comes back here).
+  // slice_bytes for the flat algorithms (and a shm algorithm's flat fallback); the hierarchical
+  // ones cut by their own rule from chunk_bytes (hierarchical_segments.h).
   const Model model{static_cast<double>(nranks), nranks, params.alpha_s, params.beta_s_per_byte,
-                    params.gamma_s_per_byte, flat_slice_bytes(shape, params, chunk_bytes), shape,
-                    ae, be, links};
+                    params.gamma_s_per_byte, slice_bytes, shape, ae, be, links};
   const double x = static_cast<double>(bytes);
   switch (algorithm) {
     case AlgorithmId::AllreduceRing: return model.ring_allreduce(x);
@@ -447,7 +463,8 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
     case AlgorithmId::AlltoallShm:
       // Without a segment they run (and cost) their flat fallback, listed before them.
       if (!shape.peer_memory || shape.multi_host()) {
-        return predict_seconds(shm_fallback(algorithm), bytes, shape, params, chunk_bytes);
+        return predict_with_slice(shm_fallback(algorithm), bytes, shape, params, chunk_bytes,
+                                  slice_bytes);
       }
       return shm_seconds(algorithm, x, nranks, params.alpha_s, params.gamma_s_per_byte,
                          chunk_bytes);
@@ -455,6 +472,8 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
   }
   return 0;
 }
+
+}  // namespace
 
 double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes) {

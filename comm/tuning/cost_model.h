@@ -68,8 +68,8 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
 // on one host (or with one-level parameters); across hosts the bytes the network moves in
 // 1 ms, or in 8 of its latencies if that is more, at least 16 KiB and at most chunk_bytes:
 //   min(chunk_bytes, max(16 KiB, max(1 ms, 8 alpha_e) / beta_e)).
-// Fast networks keep the chunk (p5's 400 Gbit/s links: 1 MiB); slow ones get less (1 Gbit/s:
-// 119 kB). Over libfabric's ofi_rxm (the tcp and verbs providers) a large message moves only
+// Fast networks keep the chunk (p5's 400 Gbit/s links: 1 MiB); slow ones get less (the emulated
+// 1 Gbit/s link, beta_e 8.4 ns/B: 119 kB). bound_seconds keeps this slice. Over libfabric's ofi_rxm (the tcp and verbs providers) a large message moves only
 // once its receiver has answered the sender's request, and on a link loaded both ways that
 // answer waits behind the bytes queued ahead of it, so the longer a slice is on the wire the
 // longer every step stalls: on the emulated cluster the double binary tree ran 1.3-2x slower

@@ -115,6 +115,14 @@ TEST(CostModelTest, FlatAlgorithmsAcrossHostsSliceAtTheNetworkStep) {
   const double m = 2 << 20;
   EXPECT_NEAR(predict_seconds(A::AllreduceRing, 2 << 20, across, slow, 1 << 20),
               18 * 15e-6 + m * 8e-9 + 0.5 * m * 1e-10, 1e-12);
+  // The bound keeps the run's slice although it zeroes alpha_e, which the slice reads: the
+  // chain broadcast of 16 MiB over 4 hosts with `far` runs k = ceil(16 MiB / 200000) = 84
+  // slices, bound (n - 2 + k) m/k b_e (with alpha_e at 0 the slice would be 125000 B, k = 135).
+  const std::vector<std::string> four = {"a", "b", "c", "d"};
+  const double big = 16 << 20;
+  EXPECT_NEAR(bound_seconds(A::BroadcastChain, 16 << 20, cost_shape(host_layout(four)), far,
+                            1 << 20),
+              (4 - 2 + 84) * big / 84 * 8e-9, 1e-12);
 }
 
 TEST(CostModelTest, AllreduceNonPowerOfTwoPaysTheFold) {

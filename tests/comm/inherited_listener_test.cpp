@@ -93,44 +93,48 @@ TEST(InheritedListener, RankZeroServesTheLaunchersListenerWhileThePortIsHeld) {
   close(listener);
 }
 
-TEST(InheritedListener, ADescriptorThatIsNotTheListenerIsIgnoredAndThePortBound) {
-  // A pipe, and a listener on another port (a variable copied into a process that never got the
-  // descriptor, say): rank 0 warns and binds its port itself; the job runs.
+TEST(InheritedListener, AValueThatIsNotTheListenerIsIgnoredAndThePortBound) {
+  // A malformed value, a pipe, a listener on another port (a variable copied into a process
+  // that never got the descriptor, say): rank 0 warns and binds its port itself (run_ranks'
+  // fresh one); the job runs.
   int pipe_fds[2];
   ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
   int other_port = 0;
   const int other = listen_on_loopback(&other_port);
   ASSERT_GE(other, 0);
-  for (int fd : {pipe_fds[0], other}) {
-    int free_port = 0;
-    const int probe = listen_on_loopback(&free_port);  // a port free once this closes
-    ASSERT_GE(probe, 0);
-    close(probe);
-    EnvList env = job_env(free_port);
-    env.emplace_back("PLEXUS_RENDEZVOUS_FD", std::to_string(fd));
-    auto outcomes = run_ranks(2, two_rank_allreduce, 120, env);
+  for (const std::string& value : {std::string("3x"), std::string("2"),
+                                  std::to_string(pipe_fds[0]), std::to_string(other)}) {
+    auto outcomes = run_ranks(2, two_rank_allreduce, 120,
+                              {{"PLEXUS_FI_PROVIDER", "tcp"},
+                               {"PLEXUS_TIMEOUT_MS", "20000"},
+                               {"PLEXUS_RENDEZVOUS_FD", value}});
     std::string why;
-    EXPECT_TRUE(all_passed(outcomes, &why)) << "descriptor " << fd << ": " << why;
+    EXPECT_TRUE(all_passed(outcomes, &why)) << "PLEXUS_RENDEZVOUS_FD=" << value << ": " << why;
   }
   close(pipe_fds[0]);
   close(pipe_fds[1]);
   close(other);
 }
 
-TEST(InheritedListener, AMalformedValueNamesTheVariable) {
+TEST(InheritedListener, APortHeldByAnUnusableListenerNamesTheLauncher) {
+  // A wrapper that closed the descriptor before starting rank 0 leaves the port held by the
+  // launcher's listener: rank 0's own bind fails, and says where the port went.
+  int port = 0;
+  const int listener = listen_on_loopback(&port);
+  ASSERT_GE(listener, 0);
   auto outcomes = run_ranks(1, [](int rank) {
     setenv("PLEXUS_WORLD_SIZE", "2", 1);
-    setenv("PLEXUS_RENDEZVOUS_FD", "3x", 1);
     plx_comm_t comm = nullptr;
-    if (plx_comm_init_from_env(&comm) != PLX_ERROR_INVALID_ARGUMENT ||
-        last_error().find("PLEXUS_RENDEZVOUS_FD=3x is not an integer") == std::string::npos ||
-        last_error().find("rank 0") == std::string::npos) {
+    if (plx_comm_init_from_env(&comm) != PLX_ERROR_SYSTEM ||
+        last_error().find("Address already in use (the launcher's listener, "
+                          "PLEXUS_RENDEZVOUS_FD, may hold it") == std::string::npos) {
       return rank_failure(rank, "message: " + last_error());
     }
     return 0;
-  });
+  }, 60, {{"PLEXUS_MASTER_PORT", std::to_string(port)}, {"PLEXUS_RENDEZVOUS_FD", "999"}});
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+  close(listener);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include <unistd.h>
@@ -102,8 +103,14 @@ int main(int argc, char** argv) {
   int port = options.master_port;
   // No port given: listen on one the kernel picks and hand the socket to rank 0, so nothing can
   // take the port before rank 0's rendezvous serves it (rank_environment.h).
+  // One rank has no rendezvous; an IPv6 address or a host name is left to rank 0 to bind.
   int listener = -1;
-  if (port == 0) listener = open_rendezvous_listener(options.master_addr, &port);
+  if (port == 0 && options.nranks > 1) {
+    listener = open_rendezvous_listener(options.master_addr, &port);
+  }
+  if (port == 0 && (options.nranks == 1 || errno == EAFNOSUPPORT)) {
+    port = find_free_port(options.master_addr);
+  }
   if (port == 0) {
     launcher_message(fmt::format("no free TCP port found on {}: {}", options.master_addr,
                                  std::strerror(errno)));

@@ -31,7 +31,11 @@ int open_rendezvous_listener(const std::string& addr, int* port) {
   if (fd < 0) return -1;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
-  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
+    close(fd);  // IPv6 or a host name: rank 0 binds the port itself (rank_environment.h)
+    errno = EAFNOSUPPORT;
+    return -1;
+  }
   int ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
   if (ok != 0 && errno == EADDRNOTAVAIL) {  // not an address of this host: as the server does
     sa.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -47,6 +51,22 @@ int open_rendezvous_listener(const std::string& addr, int* port) {
   }
   *port = ntohs(sa.sin_port);
   return fd;
+}
+
+int find_free_port(const std::string& addr) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(sa);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 std::string random_job_token() {

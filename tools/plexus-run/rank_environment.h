@@ -12,12 +12,17 @@
 
 namespace plexus::launcher {
 
-// A TCP socket bound to a port the kernel picks on `addr` (an IPv4 address of this host;
-// anything else binds all addresses) and listening, close-on-exec; *port is its port. Returns the
-// descriptor, or -1 with errno set. plexus-run passes it to rank 0 (PLEXUS_RENDEZVOUS_FD,
+// A TCP socket bound to a port the kernel picks on `addr` (an IPv4 address; one that is not this
+// host's binds all addresses, as the rendezvous server does) and listening, close-on-exec; *port
+// is its port. Returns the descriptor, or -1 with errno set (EAFNOSUPPORT for an address that is
+// not IPv4 text). plexus-run passes it to rank 0 (PLEXUS_RENDEZVOUS_FD,
 // comm/bootstrap/inherited_listener.h), so no other process can take the port before rank 0's
 // rendezvous server serves it.
 int open_rendezvous_listener(const std::string& addr, int* port);
+
+// A TCP port on `addr` that was free a moment ago (bound to 0 and closed), or 0: for addresses
+// open_rendezvous_listener does not take (IPv6, host names), where rank 0 binds it later.
+int find_free_port(const std::string& addr);
 
 // 32 random bytes from getrandom(2) as 64 hex digits: the job's PLEXUS_JOB_TOKEN, which every
 // rank must prove to the rendezvous (docs/security.md). "" if the kernel gives no randomness.
