@@ -515,7 +515,7 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
       take_inherited_listener(address.is_v6() ? AF_INET6 : AF_INET, port);
   if (inherited >= 0) {
     // The launcher's listener (inherited_listener.h): already bound and listening on `port`.
-    impl->acceptor.assign(address.is_v6() ? tcp::v6() : tcp::v4(), inherited, ec);
+    impl->acceptor.assign(endpoint.protocol(), inherited, ec);
     if (ec) {
       ::close(inherited);
       return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot use the inherited listener "
@@ -528,25 +528,24 @@ plx_result_t RendezvousServer::start(const std::string& host, int port, const Jo
     impl->acceptor.open(endpoint.protocol(), ec);
     if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
     if (!ec) impl->acceptor.bind(endpoint, ec);
-  }
-  if (inherited < 0 && ec == boost::system::errc::address_not_available) {
-    log_message(LogLevel::Info, "{} is not a local address; listening on all addresses", host);
-    endpoint = tcp::endpoint(address.is_v6() ? tcp::v6() : tcp::v4(),
-                             static_cast<unsigned short>(port));
-    ec.clear();
-    impl->acceptor.bind(endpoint, ec);
-  }
-  if (!ec && inherited < 0) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    std::string hint;
-    if (inherited < 0 && ec == boost::system::errc::address_in_use &&
-        inherited_listener_offered()) {
-      hint = " (the launcher's listener, PLEXUS_RENDEZVOUS_FD, may hold it: a wrapper that "
-             "closed that descriptor before starting this process? keep it open, or give "
-             "plexus-run --master-port)";
+    if (ec == boost::system::errc::address_not_available) {
+      log_message(LogLevel::Info, "{} is not a local address; listening on all addresses", host);
+      endpoint = tcp::endpoint(address.is_v6() ? tcp::v6() : tcp::v4(),
+                               static_cast<unsigned short>(port));
+      ec.clear();
+      impl->acceptor.bind(endpoint, ec);
     }
-    return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot listen on {}:{}: {}{}", host, port,
-                                                   ec.message(), hint));
+    if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      std::string hint;
+      if (ec == boost::system::errc::address_in_use && inherited_listener_offered()) {
+        hint = " (the launcher's listener, PLEXUS_RENDEZVOUS_FD, may hold it: a wrapper that "
+               "closed that descriptor before starting this process? keep it open, or give "
+               "plexus-run --master-port)";
+      }
+      return set_error(PLX_ERROR_SYSTEM, fmt::format("cannot listen on {}:{}: {}{}", host, port,
+                                                     ec.message(), hint));
+    }
   }
   impl->port = impl->acceptor.local_endpoint().port();
   log_message(LogLevel::Info, "rendezvous server listening on {}:{}", host, impl->port);

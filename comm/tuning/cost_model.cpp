@@ -345,70 +345,6 @@ TwoLevelParams two_levels(const CostShape& shape, const CostParams& params) {
                         .shared_link = links};
 }
 
-}  // namespace
-
-std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
-    size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
-  if (shape.nranks <= 1 || !shape.multi_host()) return std::nullopt;
-  return hierarchical_allreduce_parts(static_cast<double>(bytes), shape,
-                                      two_levels(shape, params), chunk_bytes);
-}
-
-namespace {
-double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
-                          const CostParams& params, size_t chunk_bytes, size_t slice_bytes);
-}  // namespace
-
-double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
-                     const CostParams& params, size_t chunk_bytes) {
-  if (shape.nranks <= 1) return 0;
-  if (const AlgorithmId fallback = shm_fallback(algorithm); fallback != algorithm) {
-    // A shm algorithm: priced by memory speed alone with a segment, else its flat fallback.
-    const bool segment = shape.peer_memory && !shape.multi_host();
-    return segment ? 0 : bound_seconds(fallback, bytes, shape, params, chunk_bytes);
-  }
-  switch (algorithm) {
-    case AlgorithmId::AllreduceHierarchical:
-      if (shape.multi_host()) {
-        return explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes)->bytes_total();
-      }
-      break;
-    case AlgorithmId::ReduceHierarchical:
-    case AlgorithmId::BroadcastHierarchical:
-    case AlgorithmId::ReduceScatterHierarchical:
-    case AlgorithmId::AllgatherHierarchical:
-      if (shape.multi_host()) return 0;
-      break;
-    default: break;
-  }
-  CostParams bytes_only = params;
-  bytes_only.alpha_s = 0;
-  bytes_only.gamma_s_per_byte = 0;
-  bytes_only.inter_alpha_s = 0;
-  // The slice the run uses, from the real parameters (flat_slice_bytes reads alpha_e).
-  return predict_with_slice(algorithm, bytes, shape, bytes_only, chunk_bytes,
-                            flat_slice_bytes(shape, params, chunk_bytes));
-}
-
-size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
-  if (chunk_bytes == 0 || !shape.multi_host() || !params.two_level()) return chunk_bytes;
-  constexpr double kSliceSeconds = 1e-3;        // on the wire per slice, at most
-  constexpr double kSliceLatencies = 8;         // alpha's worth of bytes, at least
-  constexpr size_t kMinSliceBytes = size_t{16} << 10;
-  const double beta = params.inter_beta_s_per_byte;
-  const double bytes = std::min(std::max(kSliceSeconds, kSliceLatencies * params.inter_alpha_s) /
-                                    beta, 1e15);
-  return std::min(chunk_bytes, std::max(kMinSliceBytes, static_cast<size_t>(bytes)));
-}
-
-double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
-                       const CostParams& params, size_t chunk_bytes) {
-  return predict_with_slice(algorithm, bytes, shape, params, chunk_bytes,
-                            flat_slice_bytes(shape, params, chunk_bytes));
-}
-
-namespace {
-
 // predict_seconds with the flat algorithms' slice given (bound_seconds keeps the run's slice
 // while it zeroes the latencies the slice is computed from).
 double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
@@ -474,6 +410,61 @@ double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& 
 }
 
 }  // namespace
+
+std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
+    size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
+  if (shape.nranks <= 1 || !shape.multi_host()) return std::nullopt;
+  return hierarchical_allreduce_parts(static_cast<double>(bytes), shape,
+                                      two_levels(shape, params), chunk_bytes);
+}
+
+double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                     const CostParams& params, size_t chunk_bytes) {
+  if (shape.nranks <= 1) return 0;
+  if (const AlgorithmId fallback = shm_fallback(algorithm); fallback != algorithm) {
+    // A shm algorithm: priced by memory speed alone with a segment, else its flat fallback.
+    const bool segment = shape.peer_memory && !shape.multi_host();
+    return segment ? 0 : bound_seconds(fallback, bytes, shape, params, chunk_bytes);
+  }
+  switch (algorithm) {
+    case AlgorithmId::AllreduceHierarchical:
+      if (shape.multi_host()) {
+        return explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes)->bytes_total();
+      }
+      break;
+    case AlgorithmId::ReduceHierarchical:
+    case AlgorithmId::BroadcastHierarchical:
+    case AlgorithmId::ReduceScatterHierarchical:
+    case AlgorithmId::AllgatherHierarchical:
+      if (shape.multi_host()) return 0;
+      break;
+    default: break;
+  }
+  CostParams bytes_only = params;
+  bytes_only.alpha_s = 0;
+  bytes_only.gamma_s_per_byte = 0;
+  bytes_only.inter_alpha_s = 0;
+  // The slice the run uses, from the real parameters (flat_slice_bytes reads alpha_e).
+  return predict_with_slice(algorithm, bytes, shape, bytes_only, chunk_bytes,
+                            flat_slice_bytes(shape, params, chunk_bytes));
+}
+
+size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
+  if (chunk_bytes == 0 || !shape.multi_host() || !params.two_level()) return chunk_bytes;
+  constexpr double kSliceSeconds = 1e-3;        // on the wire per slice, at most
+  constexpr double kSliceLatencies = 8;         // alpha's worth of bytes, at least
+  constexpr size_t kMinSliceBytes = size_t{16} << 10;
+  const double beta = params.inter_beta_s_per_byte;
+  const double bytes = std::min(std::max(kSliceSeconds, kSliceLatencies * params.inter_alpha_s) /
+                                    beta, 1e15);
+  return std::min(chunk_bytes, std::max(kMinSliceBytes, static_cast<size_t>(bytes)));
+}
+
+double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
+                       const CostParams& params, size_t chunk_bytes) {
+  return predict_with_slice(algorithm, bytes, shape, params, chunk_bytes,
+                            flat_slice_bytes(shape, params, chunk_bytes));
+}
 
 double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes) {

@@ -53,8 +53,9 @@ struct CostParams {
 };
 
 // Predicted seconds of `algorithm` for `bytes` (as above) on the ranks of `shape` with slices of
-// at most `chunk_bytes` (0: no slicing; a flat algorithm across hosts: flat_slice_bytes). 0 when there is one rank (nothing moves). The two-level
-// formulas apply when shape.multi_host() and params.two_level(); otherwise the one-level ones.
+// at most `chunk_bytes` (0: no slicing; a flat algorithm across hosts: flat_slice_bytes). 0 when
+// there is one rank (nothing moves). The two-level formulas apply when shape.multi_host() and
+// params.two_level(); otherwise the one-level ones.
 double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                        const CostParams& params, size_t chunk_bytes);
 // The same on `nranks` ranks of one host.
@@ -69,13 +70,14 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
 // 1 ms, or in 8 of its latencies if that is more, at least 16 KiB and at most chunk_bytes:
 //   min(chunk_bytes, max(16 KiB, max(1 ms, 8 alpha_e) / beta_e)).
 // Fast networks keep the chunk (p5's 400 Gbit/s links: 1 MiB); slow ones get less (the emulated
-// 1 Gbit/s link, beta_e 8.4 ns/B: 119 kB). bound_seconds keeps this slice. Over libfabric's ofi_rxm (the tcp and verbs providers) a large message moves only
-// once its receiver has answered the sender's request, and on a link loaded both ways that
-// answer waits behind the bytes queued ahead of it, so the longer a slice is on the wire the
-// longer every step stalls: on the emulated cluster the double binary tree ran 1.3-2x slower
-// than its schedule with 1 MiB or 256 KiB slices at 250 Mbit/s to 1 Gbit/s, and at it
-// (1.00-1.15) with slices of about 1 ms (docs/performance.md). The run
-// (comm/core/run_task.cpp) and every prediction below use this same slice.
+// 1 Gbit/s link, beta_e 8.4 ns/B: 119 kB). bound_seconds keeps this slice. Over libfabric's
+// ofi_rxm (the tcp and verbs providers) a large message moves only once its receiver has
+// answered the sender's request, and on a link loaded both ways that answer waits behind the
+// bytes queued ahead of it, so the longer a slice is on the wire the longer every step stalls.
+// On the emulated cluster the double binary tree ran 1.3-2x slower than its schedule with 1 MiB
+// or 256 KiB slices at 250 Mbit/s to 1 Gbit/s, and at it (1.00-1.15) with slices of about 1 ms
+// (docs/performance.md). The run (comm/core/run_task.cpp) and every prediction below use this
+// same slice.
 size_t flat_slice_bytes(const CostShape& shape, const CostParams& params, size_t chunk_bytes);
 
 // The bandwidth bound of `algorithm` under its own schedule: the time its bytes alone take, every

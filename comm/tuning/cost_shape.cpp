@@ -30,7 +30,9 @@ void set_double_tree(int n, CostShape* shape) {
   int height = 0;
   for (int r = 0; r < n; ++r) {
     for (int tree = 0; tree < 2; ++tree) {
-      const auto parent = [&](int x) { return tree == 0 ? btree_parent(n, x) : second_tree_parent(n, x); };
+      const auto parent = [&](int x) {
+        return tree == 0 ? btree_parent(n, x) : second_tree_parent(n, x);
+      };
       const int up = parent(r);
       if (up < 0) continue;
       ++degree[r];

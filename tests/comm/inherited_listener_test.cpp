@@ -59,12 +59,27 @@ int two_rank_allreduce(int rank) {
   return plx_comm_destroy(comm) == PLX_SUCCESS ? 0 : rank_failure(rank, last_error());
 }
 
+// Rank 0 of a two-rank job whose communicator creation must fail with PLX_ERROR_SYSTEM and a
+// message containing `expected`; 0 when it does. Run alone (run_ranks(1, ...)), it never waits
+// for rank 1: the rendezvous server fails to start first.
+int rank_zero_cannot_listen(int rank, const std::string& expected) {
+  setenv("PLEXUS_WORLD_SIZE", "2", 1);
+  plx_comm_t comm = nullptr;
+  if (plx_comm_init_from_env(&comm) != PLX_ERROR_SYSTEM ||
+      last_error().find(expected) == std::string::npos) {
+    return rank_failure(rank, "expected '" + expected + "', got: " + last_error());
+  }
+  return 0;
+}
+
 // Inherited descriptors survive fork; the children are run_ranks' own (no exec), so a
-// descriptor opened close-on-exec here is still theirs.
-EnvList job_env(int port) {
-  return {{"PLEXUS_FI_PROVIDER", "tcp"},
-          {"PLEXUS_TIMEOUT_MS", "20000"},
-          {"PLEXUS_MASTER_PORT", std::to_string(port)}};
+// descriptor opened close-on-exec here is still theirs. port 0: run_ranks' own fresh port.
+EnvList job_env(int port, const std::string& descriptor) {
+  EnvList env = {{"PLEXUS_FI_PROVIDER", "tcp"},
+                 {"PLEXUS_TIMEOUT_MS", "20000"},
+                 {"PLEXUS_RENDEZVOUS_FD", descriptor}};
+  if (port != 0) env.emplace_back("PLEXUS_MASTER_PORT", std::to_string(port));
+  return env;
 }
 
 TEST(InheritedListener, RankZeroServesTheLaunchersListenerWhileThePortIsHeld) {
@@ -74,21 +89,13 @@ TEST(InheritedListener, RankZeroServesTheLaunchersListenerWhileThePortIsHeld) {
   // The control: the port is held (by this process), so binding it, as rank 0 did before the
   // hand-off, fails and says why.
   auto refused = run_ranks(1, [](int rank) {
-    setenv("PLEXUS_WORLD_SIZE", "2", 1);
     unsetenv("PLEXUS_RENDEZVOUS_FD");
-    plx_comm_t comm = nullptr;
-    if (plx_comm_init_from_env(&comm) != PLX_ERROR_SYSTEM ||
-        last_error().find("Address already in use") == std::string::npos) {
-      return rank_failure(rank, "expected 'Address already in use', got: " + last_error());
-    }
-    return 0;
-  }, 60, job_env(port));
+    return rank_zero_cannot_listen(rank, "Address already in use");
+  }, 60, job_env(port, ""));
   std::string why;
   EXPECT_TRUE(all_passed(refused, &why)) << why;
 
-  EnvList env = job_env(port);
-  env.emplace_back("PLEXUS_RENDEZVOUS_FD", std::to_string(listener));
-  auto outcomes = run_ranks(2, two_rank_allreduce, 120, env);
+  auto outcomes = run_ranks(2, two_rank_allreduce, 120, job_env(port, std::to_string(listener)));
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
   close(listener);
 }
@@ -104,10 +111,7 @@ TEST(InheritedListener, AValueThatIsNotTheListenerIsIgnoredAndThePortBound) {
   ASSERT_GE(other, 0);
   for (const std::string& value : {std::string("3x"), std::string("2"),
                                   std::to_string(pipe_fds[0]), std::to_string(other)}) {
-    auto outcomes = run_ranks(2, two_rank_allreduce, 120,
-                              {{"PLEXUS_FI_PROVIDER", "tcp"},
-                               {"PLEXUS_TIMEOUT_MS", "20000"},
-                               {"PLEXUS_RENDEZVOUS_FD", value}});
+    auto outcomes = run_ranks(2, two_rank_allreduce, 120, job_env(0, value));
     std::string why;
     EXPECT_TRUE(all_passed(outcomes, &why)) << "PLEXUS_RENDEZVOUS_FD=" << value << ": " << why;
   }
@@ -123,15 +127,9 @@ TEST(InheritedListener, APortHeldByAnUnusableListenerNamesTheLauncher) {
   const int listener = listen_on_loopback(&port);
   ASSERT_GE(listener, 0);
   auto outcomes = run_ranks(1, [](int rank) {
-    setenv("PLEXUS_WORLD_SIZE", "2", 1);
-    plx_comm_t comm = nullptr;
-    if (plx_comm_init_from_env(&comm) != PLX_ERROR_SYSTEM ||
-        last_error().find("Address already in use (the launcher's listener, "
-                          "PLEXUS_RENDEZVOUS_FD, may hold it") == std::string::npos) {
-      return rank_failure(rank, "message: " + last_error());
-    }
-    return 0;
-  }, 60, {{"PLEXUS_MASTER_PORT", std::to_string(port)}, {"PLEXUS_RENDEZVOUS_FD", "999"}});
+    return rank_zero_cannot_listen(
+        rank, "Address already in use (the launcher's listener, PLEXUS_RENDEZVOUS_FD, may hold it");
+  }, 60, job_env(port, "999"));
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
   close(listener);

@@ -20,32 +20,20 @@ extern char** environ;
 
 namespace plexus::launcher {
 
-int open_rendezvous_listener(const std::string& addr, int* port) {
-  *port = 0;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && fd <= STDERR_FILENO) {  // a launcher started without stdin, say: the child
-    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);  // reopens 0..2
-    close(fd);
-    fd = moved;
-  }
-  if (fd < 0) return -1;
+namespace {
+
+// A close-on-exec TCP socket bound to a port the kernel picks on `ip` (network order); *port is
+// that port. -1 with errno set on failure.
+int bind_any_port(in_addr_t ip, int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
-  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
-    close(fd);  // IPv6 or a host name: rank 0 binds the port itself (rank_environment.h)
-    errno = EAFNOSUPPORT;
-    return -1;
-  }
-  int ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  if (ok != 0 && errno == EADDRNOTAVAIL) {  // not an address of this host: as the server does
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  }
+  sa.sin_addr.s_addr = ip;
   socklen_t len = sizeof(sa);
-  if (ok != 0 || listen(fd, SOMAXCONN) != 0 ||
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
     const int saved = errno;
-    close(fd);
+    if (fd >= 0) close(fd);
     errno = saved;
     return -1;
   }
@@ -53,19 +41,40 @@ int open_rendezvous_listener(const std::string& addr, int* port) {
   return fd;
 }
 
-int find_free_port(const std::string& addr) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof(sa);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
+}  // namespace
+
+int open_rendezvous_listener(const std::string& addr, int* port) {
+  *port = 0;
+  in_addr ip{};
+  if (inet_pton(AF_INET, addr.c_str(), &ip) != 1) {
+    errno = EAFNOSUPPORT;  // IPv6 or a host name: rank 0 binds the port itself
+    return -1;
   }
-  close(fd);
+  int fd = bind_any_port(ip.s_addr, port);
+  if (fd < 0 && errno == EADDRNOTAVAIL) {  // not an address of this host: as the server does
+    fd = bind_any_port(htonl(INADDR_ANY), port);
+  }
+  if (fd >= 0 && fd <= STDERR_FILENO) {  // a launcher started without stdin, say: the child
+    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);  // reopens 0..2
+    close(fd);
+    fd = moved;
+  }
+  if (fd < 0 || listen(fd, SOMAXCONN) != 0) {
+    const int saved = errno;
+    if (fd >= 0) close(fd);
+    errno = saved;
+    *port = 0;
+    return -1;
+  }
+  return fd;
+}
+
+int find_free_port(const std::string& addr) {
+  in_addr ip{};
+  if (inet_pton(AF_INET, addr.c_str(), &ip) != 1) ip.s_addr = htonl(INADDR_ANY);
+  int port = 0;
+  const int fd = bind_any_port(ip.s_addr, &port);
+  if (fd >= 0) close(fd);
   return port;
 }
 
