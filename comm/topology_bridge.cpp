@@ -83,6 +83,10 @@ struct TopologyCostModel::Impl {
 TopologyCostModel::TopologyCostModel() : impl_(std::make_unique<Impl>()) {}
 TopologyCostModel::~TopologyCostModel() = default;
 const TopologyCost& TopologyCostModel::cost() const { return impl_->cost; }
+
+size_t TopologyCostModel::flat_slice_bytes() const {
+  return comm::flat_slice_bytes(impl_->shape, impl_->params, impl_->chunk_bytes);
+}
 int TopologyCostModel::nranks() const { return impl_->nranks; }
 
 plx_result_t TopologyCostModel::check_cost_model_text(std::string_view cost_model_text,
@@ -245,7 +249,7 @@ std::optional<HierarchicalPhases> TopologyCostModel::explain_hierarchical_allred
   return HierarchicalPhases{parts->segments,       parts->segment_bytes,
                             seconds(parts->reduce_scatter), seconds(parts->allgather),
                             seconds(parts->network), parts->boundaries,
-                            parts->total()};
+                            parts->network_stage(),          parts->total()};
 }
 
 double bus_factor(std::string_view collective, int nranks) {

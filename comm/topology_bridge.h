@@ -54,7 +54,8 @@ struct TopologyCost {
 // HierarchicalAllreduceParts, seen from here): the vector in `segments` segments of
 // `segment_bytes`; per segment, each phase's seconds split into latency (alpha), bytes (beta, or
 // copies at memory speed with peer memory) and reduction (gamma), the slowest host counting.
-// seconds = host + network + boundaries + (segments - 1) max(host, network).
+// seconds = host + network + boundaries + (segments - 1) max(host, network_stage): the network's
+// share per segment with the lanes of several segments in flight (hierarchical_cost.h).
 struct PhaseSeconds {
   double latency = 0, bytes = 0, reduction = 0;
   double total() const { return latency + bytes + reduction; }
@@ -63,6 +64,7 @@ struct HierarchicalPhases {
   double segments = 1, segment_bytes = 0;
   PhaseSeconds reduce_scatter, allgather, network;  // within a host: the first two
   double boundaries = 0;
+  double network_stage = 0;
   double seconds = 0;
   double host() const { return reduce_scatter.total() + allgather.total(); }
 };
@@ -92,6 +94,9 @@ class TopologyCostModel {
 
   const TopologyCost& cost() const;
   int nranks() const;
+  // The slice the flat algorithms cut their messages into (cost_model.h flat_slice_bytes): the
+  // chunk on one host, across hosts what the network moves in 1 ms if that is less.
+  size_t flat_slice_bytes() const;
 
   // Every algorithm of `collective` ("allreduce", "reduce_scatter", ...) for `bytes` as
   // cost_model.h defines them (reduce_scatter and allgather: one rank's block), the cost model's
@@ -108,7 +113,7 @@ class TopologyCostModel {
   plx_result_t predict_bounds(std::string_view collective, size_t bytes,
                               std::vector<AlgorithmPrediction>* out, std::string* error) const;
   // The hierarchical allreduce of `bytes` taken apart into its phases (cost_model.h
-  // explain_hierarchical_allreduce); nullopt on one host.
+  // explain_hierarchical_allreduce); nullopt on one host and on hosts of one rank each.
   std::optional<HierarchicalPhases> explain_hierarchical_allreduce(size_t bytes) const;
 
  private:

@@ -111,6 +111,9 @@ struct CollArgs {
   // The pipelined hierarchical allreduce's lane step (hierarchical_segments.h; 0: derived from
   // chunk_bytes alone, as without a two-level cost model).
   size_t lane_step_bytes = 0;
+  // The slice of a flat algorithm between hosts (cost_model.h flat_slice_bytes; 0: chunk_bytes):
+  // the hierarchical allreduce's ring when every host has one rank.
+  size_t network_chunk_bytes = 0;
   // The communicator's hosts (the hierarchical algorithms); NULL: one host. Not owned.
   const HostLayout* hosts = nullptr;
   // The staging buffers shared by the ranks of this host (the shm_* algorithms when they are

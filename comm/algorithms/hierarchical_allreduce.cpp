@@ -32,31 +32,31 @@
 //
 // Degenerate layouts: one host (H = 1) skips step 2, which leaves a ring reduce-scatter and ring
 // allgather; one rank per host (M = 1) skips steps 1 and 3, which leaves a ring allreduce over
-// lane 0 in host order.
+// every rank: ring_allreduce.cpp itself runs it, in slices of CollArgs::network_chunk_bytes.
 //
 // Pipelining (K > 1 hosts, M > 1 lanes). Run one after the other, the phases leave the network
 // idle while the hosts reduce and gather, and on hosts whose ranks share cores the intra-host
 // phases cost as much as a third of the time. So the vector is cut into S segments of about
-// M * K * s (hierarchical_segments.h: each lane-ring step then moves about s, between 256 KiB
-// and chunk_bytes by the network's latency against its rate; at most 1024, at least M elements
-// each where the count allows), the three
-// steps run per segment, and the network step of up to kDepth + 1 segments is in flight while
-// the host's ranks run the intra-host steps of their neighbours: NCCL's pipelining of its
-// intra-node and network stages chunk by chunk, applied to Traeff & Hunold's node-local and
-// lane phases:
+// M * K * s (hierarchical_segments.h: each lane-ring step then moves about s, one eager message
+// of the transport where those keep the link busy, else between 256 KiB and chunk_bytes by the
+// network's latency against its rate; at most 1024, at least M elements each where the count
+// allows), the three steps run per segment, and the network step of up to
+// kHierarchicalDepth + 1 segments is in flight while the host's ranks run the intra-host steps
+// of their neighbours: NCCL's pipelining of its intra-node and network stages chunk by chunk,
+// applied to Traeff & Hunold's node-local and lane phases:
 //
 //   time ->   RS 0 | RS 1 | RS 2 | AG 0 | RS 3 | AG 1 | ...          (intra-host, blocking)
 //                   lanes 0 ------------->|                           (network, stepped by
 //                          lanes 1 ------------------>|                 hierarchical_pipeline.h)
 //
 // In the loop for segment s: step 1 on segment s, then its lanes' rings are posted
-// (hierarchical_pipeline.h: LaneRing, non-blocking); when more than kDepth segments are in
-// flight, the oldest one's lanes are finished (blocking) and step 3 runs on it. Between the
-// blocking steps every lane ring in flight is advanced; the transport moves posted messages in
-// any wait, so a lane's step crosses the network while the host runs a ring. Every rank runs the
-// same sequence of blocking steps, and each needs only peers at the same point of it, so the
-// pipeline cannot deadlock. One host, or one rank per host, have nothing to overlap and run the
-// three steps once over the whole vector.
+// (hierarchical_pipeline.h: LaneRing, non-blocking); when more than kHierarchicalDepth
+// segments are in flight, the oldest one's lanes are finished (blocking) and step 3 runs on
+// it. Between the blocking steps every lane ring in flight is advanced; the transport moves
+// posted messages in any wait, so a lane's step crosses the network while the host runs a ring.
+// Every rank runs the same sequence of blocking steps, and each needs only peers at the same
+// point of it, so the pipeline cannot deadlock. One host has nothing to overlap and runs the
+// three steps once over the whole vector; one rank per host runs the ring (above).
 //
 // Intra-host steps through peer memory. When the communicator has a segment on every host with
 // several ranks (CollArgs::peers, its members this host's ranks), steps 1 and 3 run through it
@@ -69,10 +69,9 @@
 // retiring segment's lanes are waited for step by step, the other segments' lanes advanced in
 // between, so no posted lane waits for the next step's post longer than one step.
 //
-// Tags: every ring runs in its own window of the call's indices (group_ring.h). Whole vector:
-// window 0 for step 1, 1 + 2j and 2 + 2j for lane j's reduce-scatter and allgather, 2M + 1 for
-// step 3. Pipelined: segment s has windows s(M + 2) .. s(M + 2) + M + 1: step 1, lane j's ring
-// (1 + j), step 3.
+// Tags: every ring runs in its own window of the call's indices (group_ring.h). One host: the
+// halves of the index space for steps 1 and 3. Pipelined: segment s has windows s(M + 2) ..
+// s(M + 2) + M + 1: step 1, lane j's ring (1 + j), step 3. One rank per host: the ring's own.
 //
 // Bytes, K = H hosts of M ranks (m the vector): per rank (M-1)/M m each way inside the host in
 // steps 1 and 3, and 2(K-1)/K m/M between hosts in step 2, so each host's network link carries
@@ -99,8 +98,6 @@
 namespace plexus::comm {
 namespace {
 
-// Segments whose lanes may be in flight at once beyond the one just started.
-constexpr size_t kDepth = 2;
 constexpr const char* kName = "allreduce:hierarchical";
 
 struct Call {
@@ -126,36 +123,17 @@ RingGroup intra_group(const Call& c, size_t first, size_t count) {
   return intra;
 }
 
-// The three steps once over the whole vector (one host, or one rank per host).
-plx_result_t whole_vector(const Call& c, uint64_t tag_base) {
+// One host: steps 1 and 3 once over the whole vector (step 2 has no other host to reach).
+plx_result_t one_host(const Call& c, uint64_t tag_base) {
   const CollArgs& args = c.args;
-  auto* out = static_cast<unsigned char*>(args.recvbuf);
-  const Blocks blocks{args.count, static_cast<size_t>(c.lanes)};
-  const uint64_t windows = 2 * static_cast<uint64_t>(c.lanes) + 2;
   const RingGroup intra = intra_group(c, 0, args.count);
-
-  // 1. Intra-host reduce-scatter (one rank: its own input is the host's partial).
-  PLX_CHECK(host_reduce_scatter(c.transport, tag_window(tag_base, 0, windows), intra, args.peers,
-                                args.datatype, args.op, c.hosts == 1 ? c.divisor : 0,
-                                args.chunk_bytes, kName, nullptr));
-  // 2. Inter-host allreduce of each block this rank holds, along its lane, in place.
-  for (int j = c.i; c.hosts > 1 && j < c.lanes; j += c.local) {
-    if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
-    RingGroup lane{c.layout.lane_group(j), static_cast<size_t>(c.h),
-                   std::vector<Part>(c.hosts)};
-    const Blocks shards{blocks.size(j), static_cast<size_t>(c.hosts)};
-    for (int g = 0; g < c.hosts; ++g) {
-      unsigned char* shard = out + (blocks.begin(j) + shards.begin(g)) * c.elem;
-      lane.parts[g].push_back({shard, shard, shards.size(g)});
-    }
-    PLX_CHECK(group_reduce_scatter(c.transport, tag_window(tag_base, 1 + 2 * j, windows), lane,
-                                   args.datatype, args.op, c.divisor, args.chunk_bytes));
-    PLX_CHECK(group_allgather(c.transport, tag_window(tag_base, 2 + 2 * j, windows), lane,
-                              args.datatype, args.chunk_bytes));
-  }
+  // 1. Intra-host reduce-scatter; each block is final, and PLX_AVG divides it here.
+  PLX_CHECK(host_reduce_scatter(c.transport, tag_window(tag_base, 0, 2), intra, args.peers,
+                                args.datatype, args.op, c.divisor, args.chunk_bytes, kName,
+                                nullptr));
   // 3. Intra-host allgather of the final blocks.
-  return host_allgather(c.transport, tag_window(tag_base, windows - 1, windows), intra,
-                        args.peers, args.datatype, args.chunk_bytes, kName, nullptr);
+  return host_allgather(c.transport, tag_window(tag_base, 1, 2), intra, args.peers,
+                        args.datatype, args.chunk_bytes, kName, nullptr);
 }
 
 // S: segments of hierarchical_segment_bytes() (hierarchical_segments.h: each step of a lane's
@@ -166,7 +144,7 @@ size_t segment_count(const Call& c) {
   const size_t lanes = static_cast<size_t>(c.lanes);
   const size_t step_bytes = c.args.lane_step_bytes > 0
                                 ? c.args.lane_step_bytes
-                                : hierarchical_lane_step_bytes(c.args.chunk_bytes, 0, 0);
+                                : hierarchical_lane_step_bytes(c.args.chunk_bytes, 0, 0, 0, 1);
   const size_t target_bytes =
       hierarchical_segment_bytes(step_bytes, lanes, static_cast<size_t>(c.hosts));
   size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
@@ -241,7 +219,7 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
     }
     flight.push_back(std::move(segment));
     PLX_CHECK(advance_all(flight));
-    if (flight.size() > kDepth) PLX_CHECK(retire());
+    if (flight.size() > kHierarchicalDepth) PLX_CHECK(retire());
   }
   while (!flight.empty()) PLX_CHECK(retire());
   return PLX_SUCCESS;
@@ -266,7 +244,14 @@ plx_result_t hierarchical_allreduce(Transport& transport, uint64_t tag_base,
                   layout->max_local(),
                   datatype_bytes(args.datatype),
                   static_cast<size_t>(n)};
-  if (call.hosts == 1 || call.lanes == 1) return whole_vector(call, tag_base);
+  if (call.hosts > 1 && call.lanes == 1) {
+    // One rank per host: lane 0 is every rank, and the allreduce along it is the ring, sliced
+    // as a flat ring between hosts is (the cost model prices it so).
+    CollArgs ring = args;
+    if (args.network_chunk_bytes > 0) ring.chunk_bytes = args.network_chunk_bytes;
+    return ring_allreduce(transport, tag_base, ring);
+  }
+  if (call.hosts == 1) return one_host(call, tag_base);
   return pipelined(call, tag_base);
 }
 

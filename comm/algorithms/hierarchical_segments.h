@@ -4,19 +4,29 @@
 // pipelines what the algorithm does.
 //
 // A segment is about M K s bytes for M lanes and K hosts, so that each step of a lane's ring (a
-// K-th of the segment's block of one lane) moves about s, the lane step:
+// K-th of the segment's block of one lane) moves about s, the lane step. With alpha_e and
+// beta_e the network's latency and inverse bandwidth between hosts (the cost model's), E the
+// transport's eager limit (Transport::eager_bytes, 0 where unknown), D = kHierarchicalDepth + 1
+// the segments in flight and l = ceil(M / links) the lanes that share one of a host's links:
 //
-//   s = min(chunk_bytes, max(256 KiB, 8 alpha_e / beta_e))
+//   s = min(chunk_bytes, E)                              if E > 0 and D l E beta_e >= 8 alpha_e
+//   s = min(chunk_bytes, max(256 KiB, 8 alpha_e / beta_e))  otherwise
 //
-// with alpha_e and beta_e the network's latency and inverse bandwidth between hosts (the cost
-// model's). 8 alpha_e / beta_e bytes spend at most a ninth of a step in latency, so on fast
-// links with a high latency against their rate (p5's 400 Gbit/s links at 10 us: 4 MB) the step
-// stays at the chunk and the 2(K-1) steps of each segment's ring remain bandwidth-bound. On slow
-// links the floor of 256 KiB applies: the pipeline keeps only three segments in flight, and with
-// 1 MiB steps on the emulated 2 x 2 cluster at 2 Gbit/s (alpha_e 17 us, beta_e 3.2 ns/B;
-// perf/emulated-cluster-bench.sh, 2026-11-30, idle machine) the links idled while the hosts ran
-// their intra-host phases: 66-73 % of the link bound, against 79-90 % with 256 KiB steps and
-// 73-84 % with 128 KiB ones (more, smaller messages).
+// The first rule: when the eager steps in flight on a link cover eight of its latencies, every
+// step is one eager message. Over ofi_rxm a larger message waits for its receiver's answer,
+// which queues behind the bytes already on a link loaded both ways (ofi/eager_limit.h). On the
+// emulated 2 x 2 cluster (perf/simulator-validation.sh, 2026-12-07, tcp;ofi_rxm, eager limit
+// 16 KiB) 16 KiB steps ran at 0.99-1.06 of the prediction and 90-95 % of the link bound at
+// 1 Gbit/s (35.2, 146 and 598 ms for 4, 16 and 64 MiB), against 1.11-1.31 and 80-85 % with the
+// 256 KiB floor, and 1.15-2.6 with 24-64 KiB steps (segmented or rendezvous messages); 2 x 4 at
+// 1 Gbit/s: 141 ms for 16 MiB against 178 with the floor.
+//
+// The second rule, for fast links with a high latency against their rate (p5's 400 Gbit/s
+// links at 10 us: 4 MB, so the step stays at the chunk) or a transport without an eager limit:
+// 8 alpha_e / beta_e bytes spend at most a ninth of a step in latency and the 2(K-1) steps of
+// each segment's ring remain bandwidth-bound; the floor keeps a slow link's steps from being
+// many small rendezvous messages (on the emulated cluster before the eager rule: 66-73 % of the
+// link bound with 1 MiB steps at 2 Gbit/s, 79-90 % with 256 KiB, 73-84 % with 128 KiB).
 #pragma once
 
 #include <algorithm>
@@ -26,21 +36,42 @@ namespace plexus::comm {
 
 // The most segments: beyond it a segment's set-up outweighs what a finer pipeline saves.
 constexpr size_t kMaxHierarchicalSegments = 1024;
-// The smallest lane step (unless PLEXUS_CHUNK_BYTES is smaller still).
+// Segments whose lanes may be in flight at once beyond the one just started
+// (hierarchical_allreduce.cpp).
+constexpr size_t kHierarchicalDepth = 2;
+// The smallest lane step of the second rule (unless PLEXUS_CHUNK_BYTES is smaller still).
 constexpr size_t kMinLaneStepBytes = size_t{256} << 10;
-// A lane step moves at least this many latencies' worth of bytes (alpha / beta).
+// A lane step moves at least this many latencies' worth of bytes (alpha / beta); eager steps in
+// flight on a link cover as many.
 constexpr double kLaneStepLatencies = 8;
 
 // The lane step s above, in bytes (>= 1). alpha_inter_s and beta_inter_s_per_byte of 0 (no
-// two-level cost model) leave the floor.
+// two-level cost model) leave the floor; eager_bytes 0 (unknown) the second rule;
+// lanes_per_link is l (at least 1).
 inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inter_s,
-                                           double beta_inter_s_per_byte) {
+                                           double beta_inter_s_per_byte, size_t eager_bytes,
+                                           size_t lanes_per_link) {
+  const bool measured = alpha_inter_s > 0 && beta_inter_s_per_byte > 0;
+  if (measured && eager_bytes > 0) {
+    const double in_flight = static_cast<double>(kHierarchicalDepth + 1) *
+                             static_cast<double>(std::max<size_t>(lanes_per_link, 1)) *
+                             static_cast<double>(eager_bytes);
+    if (in_flight * beta_inter_s_per_byte >= kLaneStepLatencies * alpha_inter_s) {
+      return std::max<size_t>(std::min(chunk_bytes, eager_bytes), 1);
+    }
+  }
   double latency_bytes = 0;
-  if (alpha_inter_s > 0 && beta_inter_s_per_byte > 0) {
+  if (measured) {
     latency_bytes = std::min(kLaneStepLatencies * alpha_inter_s / beta_inter_s_per_byte, 1e15);
   }
   const size_t step = std::max(kMinLaneStepBytes, static_cast<size_t>(latency_bytes));
   return std::max<size_t>(std::min(chunk_bytes, step), 1);
+}
+
+// l above: the lanes (M, the most ranks on a host) that share one of a host's `links` links.
+inline size_t lanes_per_link(size_t lanes, size_t links) {
+  const size_t used = std::max<size_t>(std::min(std::max<size_t>(links, 1), lanes), 1);
+  return std::max<size_t>((lanes + used - 1) / used, 1);
 }
 
 // Bytes per segment for `lanes` lanes (M) across `hosts` hosts (K) with a lane step of

@@ -40,6 +40,7 @@ CostShape member_shape(const plx_comm& comm, const std::vector<int>& members) {
   CostShape shape = cost_shape(layout);
   shape.nics_per_host = nics_in_use(layout, nic_ids);
   shape.peer_memory = comm.cost_shape.peer_memory;
+  shape.eager_bytes = comm.cost_shape.eager_bytes;
   return shape;
 }
 

@@ -87,8 +87,8 @@ plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
       return set_error(PLX_ERROR_INVALID_USAGE,
                        fmt::format("rank {}: ranks disagree on transport settings: rank {} has "
                                    "'{}', rank {} has '{}' (set PLEXUS_FI_PROVIDER, "
-                                   "PLEXUS_CHUNK_BYTES and PLEXUS_FI_MAX_MSG_BYTES alike on every "
-                                   "rank)",
+                                   "PLEXUS_CHUNK_BYTES, PLEXUS_FI_MAX_MSG_BYTES and "
+                                   "FI_OFI_RXM_BUFFER_SIZE alike on every rank)",
                                    rank, rank, my_provider, r, provider));
     }
     nics->emplace_back(zero + 1, second);
@@ -237,8 +237,9 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   // Every rank must slice and split messages alike, or their messages will not match (and
   // libfabric's shm provider spins on a truncated receive): the settings travel with the
   // provider name and are compared.
-  const std::string settings = fmt::format("{} chunk_bytes={} max_msg_bytes={}", provider,
-                                           comm->chunk_bytes, max_msg_bytes.value_or(0));
+  const std::string settings =
+      fmt::format("{} chunk_bytes={} max_msg_bytes={} eager_bytes={}", provider,
+                  comm->chunk_bytes, max_msg_bytes.value_or(0), comm->transport->eager_bytes());
   std::vector<std::vector<uint8_t>> addresses{comm->transport->local_address()};
   std::vector<std::string> nics{comm->transport->nic()};
   if (rendezvous) {
@@ -291,6 +292,7 @@ plx_result_t finish_setup(plx_comm* comm) {
   comm->hosts = host_layout(comm->host_ids);
   comm->cost_shape = cost_shape(comm->hosts);
   comm->cost_shape.nics_per_host = nics_in_use(comm->hosts, comm->nic_ids);
+  comm->cost_shape.eager_bytes = comm->transport->eager_bytes();
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
   comm->executor->set_wait_hint([transport = comm->transport.get()] {
     return transport->wait_hint();

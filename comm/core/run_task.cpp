@@ -238,8 +238,13 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
                                  comm->rank, collective_name(a.collective)));
   }
   a.chunk_bytes = comm->chunk_bytes;
-  a.lane_step_bytes = hierarchical_lane_step_bytes(comm->chunk_bytes, comm->cost.inter_alpha_s,
-                                                  comm->cost.inter_beta_s_per_byte);
+  const CostShape& shape = comm->cost_shape;
+  a.lane_step_bytes = hierarchical_lane_step_bytes(
+      comm->chunk_bytes, comm->cost.inter_alpha_s, comm->cost.inter_beta_s_per_byte,
+      shape.eager_bytes,
+      lanes_per_link(static_cast<size_t>(shape.max_local),
+                     static_cast<size_t>(shape.nics_per_host)));
+  a.network_chunk_bytes = flat_slice_bytes(shape, comm->cost, comm->chunk_bytes);
   a.hosts = &comm->hosts;  // the hierarchical algorithms' layout
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;
@@ -247,7 +252,7 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   if (!is_hierarchical(chosen.id)) {
     // A flat algorithm (or a shm one's flat fallback) across hosts slices at the network's
     // step, as the cost model priced it (cost_model.h flat_slice_bytes).
-    a.chunk_bytes = flat_slice_bytes(comm->cost_shape, comm->cost, comm->chunk_bytes);
+    a.chunk_bytes = a.network_chunk_bytes;
   }
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
   Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));

@@ -89,6 +89,10 @@ class Transport {
   // "rdmap79s0-rdm"), "" where unknown. Ranks of a host with different names send over
   // different NICs (rails); the cost model counts them (comm/tuning/cost_shape.h).
   virtual std::string nic() const { return ""; }
+  // The largest message, in bytes, this transport sends to another host eagerly, without its
+  // receiver answering first (ofi/eager_limit.h); 0 where there is no such limit or it is
+  // unknown. The hierarchical allreduce's lane step (hierarchical_segments.h) reads it.
+  virtual size_t eager_bytes() const { return 0; }
 
   // Posts a non-blocking tagged send of `bytes` bytes to `peer`. `buf` must stay valid and
   // unchanged until the request completes. bytes == 0 is allowed (a pure signal).

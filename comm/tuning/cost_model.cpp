@@ -347,6 +347,13 @@ TwoLevelParams two_levels(const CostShape& shape, const CostParams& params) {
 
 // predict_seconds with the flat algorithms' slice given (bound_seconds keeps the run's slice
 // while it zeroes the latencies the slice is computed from).
+// The hierarchical allreduce across hosts of one rank each is the ring allreduce
+// (hierarchical_allreduce.cpp).
+bool runs_the_ring(AlgorithmId algorithm, const CostShape& shape) {
+  return algorithm == AlgorithmId::AllreduceHierarchical && shape.multi_host() &&
+         shape.max_local == 1;
+}
+
 double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                           const CostParams& params, size_t chunk_bytes, size_t slice_bytes) {
   const int nranks = shape.nranks;
@@ -388,6 +395,8 @@ double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& 
     case AlgorithmId::ReduceScatterHierarchical:
     case AlgorithmId::AllgatherHierarchical: {
       if (!shape.multi_host()) return model.hierarchical_on_one_host(algorithm, x);
+      // One rank per host: the allreduce runs the ring, sliced as a flat ring between hosts.
+      if (runs_the_ring(algorithm, shape)) return model.ring_allreduce(x);
       return hierarchical_seconds(algorithm, x, shape, two_levels(shape, params), chunk_bytes);
     }
     case AlgorithmId::AllreduceShm:
@@ -414,6 +423,7 @@ double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& 
 std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
     size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes) {
   if (shape.nranks <= 1 || !shape.multi_host()) return std::nullopt;
+  if (runs_the_ring(AlgorithmId::AllreduceHierarchical, shape)) return std::nullopt;
   return hierarchical_allreduce_parts(static_cast<double>(bytes), shape,
                                       two_levels(shape, params), chunk_bytes);
 }
@@ -428,6 +438,9 @@ double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape
   }
   switch (algorithm) {
     case AlgorithmId::AllreduceHierarchical:
+      if (runs_the_ring(algorithm, shape)) {
+        return bound_seconds(AlgorithmId::AllreduceRing, bytes, shape, params, chunk_bytes);
+      }
       if (shape.multi_host()) {
         return explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes)->bytes_total();
       }

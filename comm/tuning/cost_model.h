@@ -62,7 +62,8 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& sha
 double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const CostParams& params,
                        size_t chunk_bytes);
 // The hierarchical allreduce's prediction above taken apart into its phases
-// (hierarchical_cost.h); nullopt on one host, where it is a flat reduce-scatter and allgather.
+// (hierarchical_cost.h); nullopt on one host, where it is a flat reduce-scatter and allgather,
+// and on hosts of one rank each, where it is the ring allreduce.
 std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
     size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes);
 // The slice a flat (not hierarchical) algorithm cuts its messages into on `shape`: chunk_bytes

@@ -38,6 +38,7 @@ struct CostShape {
   int min_local = 1;             // the fewest ranks on one host
   std::vector<int> local_sizes;  // the distinct host sizes, increasing
   int nics_per_host = 1;         // links a host's inter-host messages spread over (nics_in_use)
+  size_t eager_bytes = 0;        // the network transport's eager limit (Transport::eager_bytes)
 
   // Loads (see above) of the flat algorithms' patterns; 0: the pattern stays inside hosts.
   int ring = 0;                // r -> r+1 mod n: rings, chain

@@ -33,15 +33,26 @@ struct PhaseCost {
 // slowest host counting. The host's stage is the reduce-scatter and the allgather, the
 // network's the lanes' allreduce; the pipeline pays both stages and the boundaries once (fill
 // and drain) and the slower stage for every further segment:
-//   total = host + network + boundaries + (segments - 1) max(host, network).
+//   total = host + network + boundaries + (segments - 1) max(host, network stage).
+// The network stage: the lanes of `in_flight` segments cross the network at once
+// (kHierarchicalDepth + 1 of hierarchical_segments.h, at most `segments`), so while one lane's
+// message waits out its latency (or its rank reduces) the link carries another's bytes: a
+// segment's share of the network is its link time, or its lanes' whole time divided among the
+// segments in flight, whichever is longer.
 struct HierarchicalAllreduceParts {
   double segments = 1, segment_bytes = 0;
+  double in_flight = 1;
   PhaseCost reduce_scatter, allgather, network;
   double boundaries = 0;
   double host() const { return reduce_scatter.total() + allgather.total(); }
+  double network_stage() const {
+    const double shared = network.total() / (in_flight > 1 ? in_flight : 1);
+    return network.bytes > shared ? network.bytes : shared;
+  }
   double total() const {
+    const double stage = network_stage();
     return host() + network.total() + boundaries +
-           (segments - 1) * (host() > network.total() ? host() : network.total());
+           (segments - 1) * (host() > stage ? host() : stage);
   }
   // The same pipeline with each phase's bytes term only, no boundaries: the schedule's
   // bandwidth bound (cost_model.h bound_seconds).

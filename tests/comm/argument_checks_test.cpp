@@ -75,5 +75,34 @@ TEST(ArgumentChecks, RanksWithDifferentChunkSizesFailAtCreationNamingTheSetting)
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
 
+// The eager limit sets the hierarchical allreduce's segments (hierarchical_segments.h), so ranks
+// that read different FI_OFI_RXM_BUFFER_SIZE values would cut the vector differently: refused
+// at creation like the chunk size.
+TEST(ArgumentChecks, RanksWithDifferentRxmBufferSizesFailAtCreationNamingTheSetting) {
+  const std::vector<RankOutcome> outcomes = run_ranks(
+      2,
+      [](int rank) {
+        setenv("PLEXUS_FI_PROVIDER", "tcp", 1);
+        setenv("FI_TCP_IFACE", "lo", 1);
+        setenv("FI_OFI_RXM_BUFFER_SIZE", rank == 0 ? "16384" : "32768", 1);
+        plx_comm_t comm = nullptr;
+        const plx_result_t r = plx_comm_init_from_env(&comm);
+        if (r != PLX_ERROR_INVALID_USAGE) {
+          return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
+        }
+        const std::string message = plx_get_last_error(nullptr);
+        if (message.find("disagree on transport settings") == std::string::npos ||
+            message.find("eager_bytes=16256") == std::string::npos ||
+            message.find("eager_bytes=32640") == std::string::npos ||
+            message.find("FI_OFI_RXM_BUFFER_SIZE") == std::string::npos) {
+          return rank_failure(rank, "unexpected message: " + message);
+        }
+        return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
+      },
+      60.0);
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
 }  // namespace
 }  // namespace plexus::test

@@ -226,23 +226,53 @@ TEST(TwoLevelModelTest, HierarchicalAllreduceMatchesHandValue) {
   EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 1000, nics, kTwo, 0), 6615);
 }
 
-// The pipelined allreduce's lane step (hierarchical_segments.h): min(chunk, max(256 KiB,
-// 8 alpha_e / beta_e)), shared by the algorithm and the model.
+// The pipelined allreduce's lane step (hierarchical_segments.h), shared by the algorithm and
+// the model: one eager message where D l E beta_e >= 8 alpha_e (D = 3 segments in flight, l
+// lanes per link, E the eager limit), else min(chunk, max(256 KiB, 8 alpha_e / beta_e)).
 TEST(TwoLevelModelTest, LaneStepFollowsTheLinksLatencyAgainstItsRate) {
   constexpr size_t KiB = 1024, MiB = 1024 * KiB;
   // p5: 10 us at 50 GB/s per link, 8 alpha/beta = 4 MB: the 1 MiB chunk.
-  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 10e-6, 2e-11), MiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 10e-6, 2e-11, 0, 1), MiB);
   // ... and 4,000,000 bytes with a larger chunk.
-  EXPECT_NEAR(static_cast<double>(hierarchical_lane_step_bytes(64 * MiB, 10e-6, 2e-11)), 4e6, 1);
-  // The emulated 2 Gbit/s hosts (alpha 16.9 us, beta 3.18 ns/B: 42.5 KB): the 256 KiB floor.
-  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 16.9e-6, 3.18e-9), 256 * KiB);
-  // No two-level model: the floor; a smaller chunk wins over the floor.
-  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 0, 0), 256 * KiB);
-  EXPECT_EQ(hierarchical_lane_step_bytes(64 * KiB, 10e-6, 2e-11), 64 * KiB);
-  EXPECT_EQ(hierarchical_lane_step_bytes(0, 0, 0), 1u);
+  EXPECT_NEAR(static_cast<double>(hierarchical_lane_step_bytes(64 * MiB, 10e-6, 2e-11, 0, 1)),
+              4e6, 1);
+  // The emulated 2 Gbit/s hosts (alpha 16.9 us, beta 3.18 ns/B: 42.5 KB) with no eager limit
+  // known: the 256 KiB floor.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 16.9e-6, 3.18e-9, 0, 1), 256 * KiB);
+  // No two-level model: the floor, eager limit or not; a smaller chunk wins over the floor.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 0, 0, 0, 1), 256 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 0, 0, 16256, 2), 256 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(64 * KiB, 10e-6, 2e-11, 0, 1), 64 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(0, 0, 0, 0, 0), 1u);
   // Absurd parameters stay finite: the chunk.
-  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 1e9, 1e-30), MiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 1e9, 1e-30, 0, 1), MiB);
   EXPECT_EQ(hierarchical_segment_bytes(256 * KiB, 2, 2), MiB);
+}
+
+TEST(TwoLevelModelTest, LaneStepIsOneEagerMessageWhereTheyKeepTheLinkBusy) {
+  constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+  constexpr size_t kEager = 16 * KiB - 128;  // tcp;ofi_rxm's, ofi/eager_limit.h
+  // The emulated 1 Gbit/s link as measured (alpha 32.7 us, beta 8.35 ns/B): 8 alpha = 262 us;
+  // two lanes on one link keep 3 * 2 * 16256 B = 814 us in flight: eager steps.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 32.7e-6, 8.35e-9, kEager, 2), kEager);
+  // One lane per link: 3 * 16256 B = 407 us >= 262 us, still eager.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 32.7e-6, 8.35e-9, kEager, 1), kEager);
+  // 10 Gbit/s at the same latency (beta 0.8 ns/B): 3 * 16256 B = 39 us < 262 us: the second rule,
+  // 8 alpha / beta = 327 KB.
+  EXPECT_NEAR(static_cast<double>(hierarchical_lane_step_bytes(MiB, 32.7e-6, 0.8e-9, kEager, 1)),
+              327000, 1);
+  // ... unless enough lanes share the link: 8 lanes keep 312 us in flight.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 32.7e-6, 0.8e-9, kEager, 8), kEager);
+  // p5's links never qualify; a chunk below the eager limit still caps the step.
+  EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 10e-6, 2e-11, kEager, 1), MiB);
+  EXPECT_EQ(hierarchical_lane_step_bytes(8 * KiB, 32.7e-6, 8.35e-9, kEager, 2), 8 * KiB);
+  // l: the lanes that share one of the links a host's lanes use.
+  EXPECT_EQ(lanes_per_link(2, 1), 2u);
+  EXPECT_EQ(lanes_per_link(4, 2), 2u);
+  EXPECT_EQ(lanes_per_link(3, 2), 2u);
+  EXPECT_EQ(lanes_per_link(2, 8), 1u);
+  EXPECT_EQ(lanes_per_link(1, 0), 1u);
+  EXPECT_EQ(lanes_per_link(0, 0), 1u);
 }
 
 TEST(TwoLevelModelTest, HierarchicalBlockCollectivesMatchHandValues) {

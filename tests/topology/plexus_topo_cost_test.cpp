@@ -205,6 +205,37 @@ TEST(PlexusTopoCost, TwoHostsChargeTheRingAtTheNicRate) {
   EXPECT_EQ(doc["cost"]["peer_memory"], false);  // one rank per host: no segment to share
 }
 
+// The header names the slice the flat algorithms use across hosts when it is not the chunk, and
+// hosts of one rank each price the hierarchical allreduce as the ring it runs.
+TEST(PlexusTopoCost, SlowLinksShowTheFlatSliceAndOneRankPerHostIsTheRing) {
+  test::TempDir dir("plexus-topo-cost");
+  ClusterTopology slow{"two CPU hosts", {cpu_host("a", 1000), cpu_host("b", 1000)}};
+  const std::string slow_file = write(dir, "slow.json", to_json_text(slow));
+  ProcessResult r = topo({"--topo-file", slow_file, "--simulate", "--ranks-per-host", "1",
+                          "--sizes", "4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  // 1 Gbit/s: 1 ms moves 125000 B = 122.1 KiB.
+  EXPECT_NE(r.out.find("slices of 1 MiB (122.1 KiB for the flat algorithms across hosts, 1 ms "
+                       "on the network)"),
+            std::string::npos)
+      << r.out;
+  r = topo({"--topo-file", slow_file, "--simulate", "--ranks-per-host", "1", "--sizes", "4M",
+            "--format", "json", "--explain"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(seconds_of(doc, 0, "hierarchical"), seconds_of(doc, 0, "ring"));
+  // --explain: no phases to show (it is the ring), and the ring's bound.
+  EXPECT_FALSE(doc["rows"][0].contains("hierarchical_phases")) << doc["rows"][0].dump();
+  EXPECT_DOUBLE_EQ(doc["rows"][0]["algorithms"]["hierarchical"]["bound_seconds"].get<double>(),
+                   doc["rows"][0]["algorithms"]["ring"]["bound_seconds"].get<double>());
+
+  ClusterTopology fast{"two CPU hosts", {cpu_host("a", 10000), cpu_host("b", 10000)}};
+  const std::string fast_file = write(dir, "fast.json", to_json_text(fast));
+  r = topo({"--topo-file", fast_file, "--simulate", "--ranks-per-host", "1", "--sizes", "4M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("slices of 1 MiB\n"), std::string::npos) << r.out;
+}
+
 // Two ranks on each of two CPU hosts: each host's ranks share a segment, as in a communicator,
 // so the hierarchical allreduce's intra-host phases are priced as memory copies instead of
 // messages; the one-host shm algorithms stay out of the table.

@@ -22,6 +22,15 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::string format_slices(uint64_t chunk_bytes, uint64_t flat_slice_bytes) {
+  std::string text = "slices of " + format_bytes(chunk_bytes);
+  if (flat_slice_bytes != chunk_bytes) {
+    text += " (" + format_bytes(flat_slice_bytes) +
+            " for the flat algorithms across hosts, 1 ms on the network)";
+  }
+  return text;
+}
+
 std::string format_mbit(uint64_t mbit_per_s) {
   if (mbit_per_s % 1000 == 0) return std::to_string(mbit_per_s / 1000) + " Gbit/s";
   return std::to_string(mbit_per_s) + " Mbit/s";

@@ -106,8 +106,8 @@ plx_result_t print_collective_choices(FILE* out, const ClusterTopology& cluster,
     std::fprintf(out, "  one rank: nothing moves, every collective takes no time\n");
     return PLX_SUCCESS;
   }
-  std::fprintf(out, "  sizes as nccl-tests counts them; busbw = size / time x bus factor; "
-                    "slices of %s\n", format_bytes(options.chunk_bytes).c_str());
+  std::fprintf(out, "  sizes as nccl-tests counts them; busbw = size / time x bus factor; %s\n",
+               format_slices(options.chunk_bytes, model->flat_slice_bytes()).c_str());
   for (const std::string& collective : table_collectives()) {
     const double factor = comm::bus_factor(collective, n);
     std::fprintf(out, "  %s (bus factor %.3f)\n", collective.c_str(), factor);

@@ -39,7 +39,7 @@ std::string phase_text(const char* name, const comm::PhaseSeconds& p) {
 // --explain's second line: the phases of one segment and how the pipeline adds them up.
 std::string phases_text(const comm::HierarchicalPhases& h) {
   const double net = h.network.total();
-  const bool host_bound = h.host() >= net;
+  const bool host_bound = h.host() >= h.network_stage;
   const std::string phases = phase_text("reduce-scatter", h.reduce_scatter) + " + " +
                              phase_text("allgather", h.allgather) + " within a host, " +
                              phase_text("network", h.network);
@@ -53,7 +53,10 @@ std::string phases_text(const comm::HierarchicalPhases& h) {
          "; the " + (host_bound ? "host" : "network") +
          " stage bounds the pipeline: " + format_seconds(h.host() + net + h.boundaries) +
          " fill and drain + " + fmt::format("{:g}", h.segments - 1) + " x " +
-         format_seconds(host_bound ? h.host() : net) + " = " + format_seconds(h.seconds);
+         format_seconds(host_bound ? h.host() : h.network_stage) +
+         (host_bound || h.network_stage == net ? "" : " (the network's share: lanes of several "
+                                                      "segments in flight)") +
+         " = " + format_seconds(h.seconds);
 }
 
 }  // namespace
@@ -81,9 +84,9 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
 
   nlohmann::json rows = nlohmann::json::array();
   if (!options.json) {
-    std::fprintf(out, "simulate: allreduce, %d ranks on %zu host%s (%s per host), slices of %s\n",
-                 n, g.hosts.size(), g.hosts.size() == 1 ? "" : "s", per_host.c_str(),
-                 format_bytes(options.chunk_bytes).c_str());
+    std::fprintf(out, "simulate: allreduce, %d ranks on %zu host%s (%s per host), %s\n", n,
+                 g.hosts.size(), g.hosts.size() == 1 ? "" : "s", per_host.c_str(),
+                 format_slices(options.chunk_bytes, model->flat_slice_bytes()).c_str());
     std::fprintf(out, "  within a host: %s; between hosts: %s\n", cost.intra_source.c_str(),
                  cost.inter_source.c_str());
     std::fprintf(out, "  busbw GB/s (time) per algorithm, busbw = size / time x 2(n-1)/n; "
@@ -147,7 +150,8 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
                                       {"reduce_scatter", phase_json(phases->reduce_scatter)},
                                       {"allgather", phase_json(phases->allgather)},
                                       {"network", phase_json(phases->network)},
-                                      {"boundaries_s", phases->boundaries}};
+                                      {"boundaries_s", phases->boundaries},
+                                      {"network_stage_s", phases->network_stage}};
       }
       if (!options.json) {
         std::fprintf(out, "  %9s  %s\n", "", line.c_str());

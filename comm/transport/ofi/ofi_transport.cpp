@@ -12,6 +12,7 @@
 #include "comm/base/config.h"
 #include "comm/base/error.h"
 #include "comm/base/log.h"
+#include "comm/transport/ofi/eager_limit.h"
 #include "comm/transport/ofi/provider_select.h"
 
 namespace plexus::comm::ofi {
@@ -85,6 +86,7 @@ plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int time
   transport->max_msg_bytes_ =
       max_msg_bytes > 0 ? std::min(max_msg_bytes, provider_max) : provider_max;
   transport->hmem_ = (transport->fabric_->info().caps & FI_HMEM) != 0;
+  transport->eager_bytes_ = eager_limit_bytes(transport->fabric_->provider_name());
   transport->registrations_ = RegistrationCache(RegistrationCache::kDefaultCapacity,
                                                 domain_registrar(transport->fabric_->domain()));
   log_message(LogLevel::Info, "transport {} open: address {} bytes, max message {} bytes{}",

@@ -67,6 +67,7 @@ class OfiTransport final : public Transport {
   int size() const override { return size_; }
   const char* name() const override { return fabric_->provider_name().c_str(); }
   std::string nic() const override;
+  size_t eager_bytes() const override { return eager_bytes_; }
 
   plx_result_t post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
                          Request& req) override;
@@ -141,6 +142,7 @@ class OfiTransport final : public Transport {
   void add_outstanding(bool is_send, size_t posted, size_t completed = 0);
   std::array<std::atomic<size_t>, 2> outstanding_bytes_{};
   size_t max_msg_bytes_ = 0;
+  size_t eager_bytes_ = 0;  // eager_limit.h, of the opened provider
   std::shared_ptr<AsyncState> async_;
   std::unique_ptr<Fabric> fabric_;
   std::unique_ptr<CompletionQueue> cq_;
