@@ -39,7 +39,7 @@
 // phases cost as much as a third of the time. So the vector is cut into S segments of about
 // M * K * s (hierarchical_segments.h: each lane-ring step then moves about s, one eager message
 // of the transport where those keep the link busy, else between 256 KiB and chunk_bytes by the
-// network's latency against its rate; at most 1024, at least M elements each where the count
+// network's latency against its rate; at most 4096, at least M elements each where the count
 // allows), the three steps run per segment, and the network step of up to
 // kHierarchicalDepth + 1 segments is in flight while the host's ranks run the intra-host steps
 // of their neighbours: NCCL's pipelining of its intra-node and network stages chunk by chunk,
@@ -138,8 +138,7 @@ plx_result_t one_host(const Call& c, uint64_t tag_base) {
 
 // S: segments of hierarchical_segment_bytes() (hierarchical_segments.h: each step of a lane's
 // ring moves about CollArgs::lane_step_bytes). At most one per M elements and
-// kMaxHierarchicalSegments, and few enough that every window holds a lane ring's 2(K-1)
-// messages and an intra ring's pieces.
+// hierarchical_max_segments() (which the cost model applies too).
 size_t segment_count(const Call& c) {
   const size_t lanes = static_cast<size_t>(c.lanes);
   const size_t step_bytes = c.args.lane_step_bytes > 0
@@ -148,9 +147,8 @@ size_t segment_count(const Call& c) {
   const size_t target_bytes =
       hierarchical_segment_bytes(step_bytes, lanes, static_cast<size_t>(c.hosts));
   size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
-  segments = std::min({segments, c.args.count / lanes, kMaxHierarchicalSegments});
-  const size_t window = std::max<size_t>({2 * static_cast<size_t>(c.hosts), 4 * lanes, 64});
-  segments = std::min<size_t>(segments, kTagIndexLimit / ((lanes + 2) * window));
+  segments = std::min({segments, c.args.count / lanes,
+                       hierarchical_max_segments(lanes, static_cast<size_t>(c.hosts))});
   return std::max<size_t>(segments, 1);
 }
 

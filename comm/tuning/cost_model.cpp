@@ -345,14 +345,15 @@ TwoLevelParams two_levels(const CostShape& shape, const CostParams& params) {
                         .shared_link = links};
 }
 
-// predict_seconds with the flat algorithms' slice given (bound_seconds keeps the run's slice
-// while it zeroes the latencies the slice is computed from).
 // The hierarchical allreduce across hosts of one rank each is the ring allreduce
 // (hierarchical_allreduce.cpp).
 bool runs_the_ring(AlgorithmId algorithm, const CostShape& shape) {
   return algorithm == AlgorithmId::AllreduceHierarchical && shape.multi_host() &&
          shape.max_local == 1;
 }
+
+// predict_seconds with the flat algorithms' slice given (bound_seconds keeps the run's slice
+// while it zeroes the latencies the slice is computed from).
 
 double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                           const CostParams& params, size_t chunk_bytes, size_t slice_bytes) {

@@ -27,8 +27,8 @@
 //
 // where t_net' = max(the lanes' bytes term, t_net / D): the lanes of D = min(S, 3) segments are
 // in flight at once (hierarchical_allreduce.cpp), so their latencies and reductions overlap the
-// link's bytes (the emulated 2 x 2 cluster at 1 Gbit/s with 16 KiB steps ran at 90-99 % of the
-// link bound, which the serial sum, a latency of 33 us per 137 us step, priced at 80 %).
+// link's bytes (the emulated 2 x 2 cluster at 1 Gbit/s with 16 KiB steps ran 1 MiB at 99 % of
+// the link bound, which the serial sum, a latency of 33 us per 137 us step, priced at 81 %).
 //
 // S = 1 (no slicing, or a vector of one segment) is the sum of the phases. The overlap needs the
 // two levels to be different resources; with one-level parameters (shared_link false: the
@@ -145,7 +145,7 @@ struct Hier {
   }
   double allreduce(double m) const { return allreduce_parts(m).total(); }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
-  // step moves about hierarchical_lane_step_bytes()), at most kMaxHierarchicalSegments (1
+  // step moves about hierarchical_lane_step_bytes()), at most hierarchical_max_segments() (1
   // without slicing, with one lane, or without two distinct levels).
   double segments(double m) const {
     if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
@@ -155,7 +155,8 @@ struct Hier {
     const double bytes = static_cast<double>(hierarchical_segment_bytes(
         step, static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts)));
     return std::clamp(std::ceil(m / bytes), 1.0,
-                      static_cast<double>(kMaxHierarchicalSegments));
+                      static_cast<double>(hierarchical_max_segments(
+                          static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts))));
   }
   // [TH]: intra reduce-scatter (a part is ceil(M/L) lanes of about K blocks), then a ring
   // reduce-scatter of each lane's K blocks b between the hosts: K-1 steps.

@@ -29,6 +29,7 @@
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"
 #include "comm/tuning/cost_shape.h"
+#include "comm/tuning/hierarchical_cost.h"
 #include "comm/tuning/measure.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/thread_transport.h"
@@ -247,6 +248,44 @@ TEST(TwoLevelModelTest, LaneStepFollowsTheLinksLatencyAgainstItsRate) {
   // Absurd parameters stay finite: the chunk.
   EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 1e9, 1e-30, 0, 1), MiB);
   EXPECT_EQ(hierarchical_segment_bytes(256 * KiB, 2, 2), MiB);
+}
+
+// The pipeline's network stage (hierarchical_cost.h): the lanes of the segments in flight
+// overlap their latencies and reductions with the link's bytes.
+TEST(TwoLevelModelTest, NetworkStageSharesItsLatencyAmongTheSegmentsInFlight) {
+  HierarchicalAllreduceParts parts;
+  parts.segments = 10;
+  parts.in_flight = 3;
+  parts.reduce_scatter = PhaseCost{1, 2, 0};
+  parts.allgather = PhaseCost{1, 2, 0};  // host stage 6
+  parts.boundaries = 2;
+  // Network 30 + 50 + 10 = 90 per segment; a third is 30 < the bytes' 50: the link's 50.
+  parts.network = PhaseCost{30, 50, 10};
+  EXPECT_DOUBLE_EQ(parts.network_stage(), 50);
+  EXPECT_DOUBLE_EQ(parts.total(), 6 + 90 + 2 + 9 * 50);
+  // Latency-heavy: 300 + 50 + 10 = 360, a third 120 > 50.
+  parts.network = PhaseCost{300, 50, 10};
+  EXPECT_DOUBLE_EQ(parts.network_stage(), 120);
+  EXPECT_DOUBLE_EQ(parts.total(), 6 + 360 + 2 + 9 * 120);
+  // One segment in flight: the serial sum, as before.
+  parts.in_flight = 1;
+  EXPECT_DOUBLE_EQ(parts.network_stage(), 360);
+  EXPECT_DOUBLE_EQ(parts.total(), 6 + 360 + 2 + 9 * 360);
+  // A host stage slower than the network's share bounds the pipeline.
+  parts.in_flight = 3;
+  parts.reduce_scatter = PhaseCost{100, 100, 0};  // host stage 200 + 3 = 203
+  EXPECT_DOUBLE_EQ(parts.total(), 203 + 360 + 2 + 9 * 203);
+  // bytes_total (the bound) is unchanged by the overlap: host bytes 2 + 100, network 50.
+  EXPECT_DOUBLE_EQ(parts.bytes_total(), 102 + 50 + 9 * 102);
+}
+
+// The segment count's cap, shared by the run and the model: 1024, or what the tag windows hold.
+TEST(TwoLevelModelTest, SegmentCapFollowsTheTagWindows) {
+  EXPECT_EQ(hierarchical_max_segments(2, 2), kMaxHierarchicalSegments);
+  EXPECT_EQ(hierarchical_max_segments(8, 128), kMaxHierarchicalSegments);
+  // 16 lanes across 1000 hosts: windows of 2000 indices, 18 per segment: 466.
+  EXPECT_EQ(hierarchical_max_segments(16, 1000), 466u);
+  EXPECT_EQ(hierarchical_max_segments(1000, 10000000), 1u);
 }
 
 TEST(TwoLevelModelTest, LaneStepIsOneEagerMessageWhereTheyKeepTheLinkBusy) {

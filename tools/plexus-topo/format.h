@@ -22,8 +22,8 @@ std::string format_ranks(const std::vector<int>& ranks);
 std::string format_seconds(double seconds);
 
 // "slices of <chunk>", and where the flat algorithms slice smaller across hosts (cost_model.h
-// flat_slice_bytes) "slices of <chunk> (<flat> for the flat algorithms across hosts, 1 ms on the
-// network)".
+// flat_slice_bytes) "slices of <chunk> (<flat> for the flat algorithms across hosts: 1 ms on the
+// network, ...)".
 std::string format_slices(uint64_t chunk_bytes, uint64_t flat_slice_bytes);
 
 // Bytes per second as GB/s (10^9), two decimals: "12.34".

@@ -86,7 +86,7 @@ plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int time
   transport->max_msg_bytes_ =
       max_msg_bytes > 0 ? std::min(max_msg_bytes, provider_max) : provider_max;
   transport->hmem_ = (transport->fabric_->info().caps & FI_HMEM) != 0;
-  transport->eager_bytes_ = eager_limit_bytes(transport->fabric_->provider_name());
+  transport->eager_bytes_ = process_eager_limit_bytes(transport->fabric_->provider_name());
   transport->registrations_ = RegistrationCache(RegistrationCache::kDefaultCapacity,
                                                 domain_registrar(transport->fabric_->domain()));
   log_message(LogLevel::Info, "transport {} open: address {} bytes, max message {} bytes{}",
@@ -139,6 +139,7 @@ plx_result_t OfiTransport::open_sibling(int rank, int size, int timeout_ms,
   std::unique_ptr<OfiTransport> sibling;
   PLX_CHECK(open(std::move(info), rank, size, timeout_ms, max_msg_bytes_, std::move(async),
                  &sibling));
+  sibling->eager_bytes_ = eager_bytes_;  // a split cuts segments as its parent does
   *out = std::move(sibling);
   return PLX_SUCCESS;
 }
