@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "comm/algorithms/deliberate_leak.h"
-#include "comm/algorithms/hierarchical_segments.h"
 #include "comm/algorithms/shm_registered.h"
 #include "comm/core/algorithm_choice.h"
 #include "comm/core/communicator.h"
@@ -19,6 +18,7 @@
 #include "comm/core/signature.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_model.h"
+#include "comm/tuning/hierarchical_cost.h"
 #include "comm/reduce/reduce.h"
 
 
@@ -238,13 +238,10 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
                                  comm->rank, collective_name(a.collective)));
   }
   a.chunk_bytes = comm->chunk_bytes;
-  const CostShape& shape = comm->cost_shape;
-  a.lane_step_bytes = hierarchical_lane_step_bytes(
-      comm->chunk_bytes, comm->cost.inter_alpha_s, comm->cost.inter_beta_s_per_byte,
-      shape.eager_bytes,
-      lanes_per_link(static_cast<size_t>(shape.max_local),
-                     static_cast<size_t>(shape.nics_per_host)));
-  a.network_chunk_bytes = flat_slice_bytes(shape, comm->cost, comm->chunk_bytes);
+  a.lane_step_bytes = hierarchical_lane_step_bytes(comm->cost_shape, comm->chunk_bytes,
+                                                  comm->cost.inter_alpha_s,
+                                                  comm->cost.inter_beta_s_per_byte);
+  a.network_chunk_bytes = flat_slice_bytes(comm->cost_shape, comm->cost, comm->chunk_bytes);
   a.hosts = &comm->hosts;  // the hierarchical algorithms' layout
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;

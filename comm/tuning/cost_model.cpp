@@ -354,7 +354,6 @@ bool runs_the_ring(AlgorithmId algorithm, const CostShape& shape) {
 
 // predict_seconds with the flat algorithms' slice given (bound_seconds keeps the run's slice
 // while it zeroes the latencies the slice is computed from).
-
 double predict_with_slice(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                           const CostParams& params, size_t chunk_bytes, size_t slice_bytes) {
   const int nranks = shape.nranks;

@@ -149,9 +149,7 @@ struct Hier {
   // without slicing, with one lane, or without two distinct levels).
   double segments(double m) const {
     if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
-    const size_t step = hierarchical_lane_step_bytes(
-        c, p.alpha_inter, p.beta_inter, s.eager_bytes,
-        lanes_per_link(static_cast<size_t>(s.max_local), static_cast<size_t>(s.nics_per_host)));
+    const size_t step = hierarchical_lane_step_bytes(s, c, p.alpha_inter, p.beta_inter);
     const double bytes = static_cast<double>(hierarchical_segment_bytes(
         step, static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts)));
     return std::clamp(std::ceil(m / bytes), 1.0,
@@ -201,6 +199,14 @@ struct Hier {
 };
 
 }  // namespace
+
+size_t hierarchical_lane_step_bytes(const CostShape& shape, size_t chunk_bytes,
+                                    double alpha_inter_s, double beta_inter_s_per_byte) {
+  return hierarchical_lane_step_bytes(
+      chunk_bytes, alpha_inter_s, beta_inter_s_per_byte, shape.eager_bytes,
+      lanes_per_link(static_cast<size_t>(shape.max_local),
+                     static_cast<size_t>(shape.nics_per_host)));
+}
 
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,

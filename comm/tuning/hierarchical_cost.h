@@ -68,6 +68,13 @@ HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const Cost
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes);
 
+// The pipelined allreduce's lane step on `shape` (hierarchical_segments.h
+// hierarchical_lane_step_bytes with the shape's eager limit and lanes per link), for the
+// network's alpha_inter_s and beta_inter_s_per_byte: the run (run_task.cpp, through
+// CollArgs::lane_step_bytes) and the price take it from here, so they cut alike.
+size_t hierarchical_lane_step_bytes(const CostShape& shape, size_t chunk_bytes,
+                                    double alpha_inter_s, double beta_inter_s_per_byte);
+
 // Seconds of hierarchical `algorithm` for `bytes` (as cost_model.h defines them) on `shape`
 // (shape.hosts > 1), slices of at most chunk_bytes (0: no slicing). 0 for a non-hierarchical id.
 double hierarchical_seconds(AlgorithmId algorithm, double bytes, const CostShape& shape,
