@@ -249,7 +249,8 @@ std::optional<HierarchicalPhases> TopologyCostModel::explain_hierarchical_allred
   return HierarchicalPhases{parts->segments,       parts->segment_bytes,
                             seconds(parts->reduce_scatter), seconds(parts->allgather),
                             seconds(parts->network), parts->boundaries,
-                            parts->network_stage(),          parts->total()};
+                            parts->network_stage(),          parts->total(),
+                            parts->lane_halving};
 }
 
 double bus_factor(std::string_view collective, int nranks) {

@@ -66,6 +66,7 @@ struct HierarchicalPhases {
   double boundaries = 0;
   double network_stage = 0;
   double seconds = 0;
+  bool lane_halving = false;  // the lanes run recursive halving and doubling, not the ring
   double host() const { return reduce_scatter.total() + allgather.total(); }
 };
 

@@ -111,6 +111,9 @@ struct CollArgs {
   // The pipelined hierarchical allreduce's lane step (hierarchical_segments.h; 0: derived from
   // chunk_bytes alone, as without a two-level cost model).
   size_t lane_step_bytes = 0;
+  // Whether its lanes run recursive halving and doubling (lane_halving.h) instead of the ring
+  // (the cost model's choice, hierarchical_cost.h; the same on every rank).
+  bool lane_halving = false;
   // The slice of a flat algorithm between hosts (cost_model.h flat_slice_bytes; 0: chunk_bytes):
   // the hierarchical allreduce's ring when every host has one rank.
   size_t network_chunk_bytes = 0;

@@ -13,8 +13,10 @@
 //   1. intra-host reduce-scatter (ring over the host's ranks, or their peer memory; below):
 //      the owner of block j on host h gets the host's partial sum of block j, in recvbuf;
 //   2. inter-host allreduce of block j along lane j (ring reduce-scatter then ring allgather
-//      over lane_group(j), one rank per host), for every lane this rank holds, in increasing j:
-//      block j is now reduced over every rank (PLX_AVG divides it here, once);
+//      over lane_group(j), one rank per host, or recursive halving and doubling where the cost
+//      model finds the ring's 2(K-1) latencies dearer: CollArgs::lane_halving, lane_halving.h),
+//      for every lane this rank holds, in increasing j: block j is now reduced over every rank
+//      (PLX_AVG divides it here, once);
 //   3. intra-host allgather: every rank gets every block from its host's owners.
 //
 // Worked example, uneven hosts 3 + 2: hosts A = [0 1 2], B = [3 4]; M = 3 blocks b0 b1 b2.
@@ -37,7 +39,8 @@
 // Pipelining (K > 1 hosts, M > 1 lanes). Run one after the other, the phases leave the network
 // idle while the hosts reduce and gather, and on hosts whose ranks share cores the intra-host
 // phases cost as much as a third of the time. So the vector is cut into S segments of about
-// M * K * s (hierarchical_segments.h: each lane-ring step then moves about s, one eager message
+// M * K * s, or M * 2 * s with halving lanes (whose first message is half the block)
+// (hierarchical_segments.h: each lane-ring step then moves about s, one eager message
 // of the transport where those keep the link busy, else between 256 KiB and chunk_bytes by the
 // network's latency against its rate; at most 4096, at least M elements each where the count
 // allows), the three steps run per segment, and the network step of up to
@@ -89,6 +92,7 @@
 #include "comm/algorithms/hierarchical_pipeline.h"
 #include "comm/algorithms/hierarchical_segments.h"
 #include "comm/algorithms/host_layout.h"
+#include "comm/algorithms/lane_halving.h"
 #include "comm/algorithms/shm_group.h"
 #include "comm/algorithms/slices.h"
 #include "comm/algorithms/trivial_reduction.h"
@@ -144,8 +148,9 @@ size_t segment_count(const Call& c) {
   const size_t step_bytes = c.args.lane_step_bytes > 0
                                 ? c.args.lane_step_bytes
                                 : hierarchical_lane_step_bytes(c.args.chunk_bytes, 0, 0, 0, 1);
-  const size_t target_bytes =
-      hierarchical_segment_bytes(step_bytes, lanes, static_cast<size_t>(c.hosts));
+  // Halving lanes: a block of two steps, so that the first (largest) halving message is one.
+  const size_t target_bytes = hierarchical_segment_bytes(
+      step_bytes, lanes, c.args.lane_halving ? size_t{2} : static_cast<size_t>(c.hosts));
   size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
   segments = std::min({segments, c.args.count / lanes,
                        hierarchical_max_segments(lanes, static_cast<size_t>(c.hosts))});
@@ -155,7 +160,7 @@ size_t segment_count(const Call& c) {
 // One segment in flight: its lanes' rings on this rank.
 struct Segment {
   size_t index = 0;
-  std::vector<std::unique_ptr<LaneRing>> lanes;
+  std::vector<std::unique_ptr<Lane>> lanes;
 };
 
 plx_result_t advance_all(std::deque<Segment>& flight) {
@@ -209,10 +214,16 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
     const Blocks blocks{count, lanes};
     for (int j = c.i; j < c.lanes; j += c.local) {
       if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
-      segment.lanes.push_back(std::make_unique<LaneRing>(
-          c.transport, window(s, 1 + j), c.layout.lane_group(j), static_cast<size_t>(c.h),
-          out + (first + blocks.begin(j)) * c.elem, blocks.size(j), args.datatype, args.op,
-          c.divisor));
+      unsigned char* block = out + (first + blocks.begin(j)) * c.elem;
+      if (args.lane_halving) {
+        segment.lanes.push_back(std::make_unique<LaneHalving>(
+            c.transport, window(s, 1 + j), c.layout.lane_group(j), static_cast<size_t>(c.h),
+            block, blocks.size(j), args.datatype, args.op, c.divisor));
+      } else {
+        segment.lanes.push_back(std::make_unique<LaneRing>(
+            c.transport, window(s, 1 + j), c.layout.lane_group(j), static_cast<size_t>(c.h),
+            block, blocks.size(j), args.datatype, args.op, c.divisor));
+      }
       PLX_CHECK(segment.lanes.back()->start());
     }
     flight.push_back(std::move(segment));

@@ -10,11 +10,84 @@
 #include "comm/reduce/reduce.h"
 
 namespace plexus::comm {
+
+Lane::Lane(Transport& transport, const TagWindow& window, size_t steps, size_t staging_bytes)
+    : transport_(transport),
+      window_(window),
+      steps_(steps),
+      posted_(std::make_unique<Posted>()),
+      staging_(std::make_unique_for_overwrite<unsigned char[]>(staging_bytes + 1)) {}
+
+Lane::~Lane() {
+  if (posted_ && ((posted_->send_posted && !posted_->send.done) ||
+                  (posted_->recv_posted && !posted_->recv.done))) {
+    leak_on_purpose(posted_);  // a failed wait left requests posted (see header)
+    leak_on_purpose(staging_);
+  }
+}
+
+plx_result_t Lane::post(int recv_peer, unsigned char* recv_to, size_t recv_bytes, int send_peer,
+                        const unsigned char* send_from, size_t send_bytes) {
+  Posted& p = *posted_;
+  p.send.reset();
+  p.recv.reset();
+  p.send_posted = p.recv_posted = false;
+  if (recv_bytes > 0) {
+    PLX_CHECK(transport_.post_recv(recv_peer, window_.tag(step_), recv_to, recv_bytes, p.recv));
+    p.recv_posted = true;
+  }
+  if (send_bytes > 0) {
+    PLX_CHECK(transport_.post_send(send_peer, window_.tag(step_), send_from, send_bytes, p.send));
+    p.send_posted = true;
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t Lane::next_step() {
+  complete_step();
+  if (++step_ < steps_) return post_step();
+  return PLX_SUCCESS;
+}
+
+plx_result_t Lane::start() { return steps_ == 0 ? PLX_SUCCESS : post_step(); }
+
+plx_result_t Lane::advance() {
+  while (!done()) {
+    Posted& p = *posted_;
+    for (Request* req : {&p.recv, &p.send}) {
+      const bool posted = req == &p.recv ? p.recv_posted : p.send_posted;
+      if (posted && !req->done) {
+        bool finished = false;
+        PLX_CHECK(transport_.test(*req, &finished));
+        if (!finished) return PLX_SUCCESS;
+      }
+    }
+    PLX_CHECK(next_step());
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t Lane::wait_step() {
+  if (done()) return PLX_SUCCESS;
+  Posted& p = *posted_;
+  Request* reqs[2] = {};
+  size_t n = 0;
+  if (p.recv_posted) reqs[n++] = &p.recv;
+  if (p.send_posted) reqs[n++] = &p.send;
+  if (n > 0) PLX_CHECK(transport_.wait_all(reqs, n));
+  return next_step();
+}
+
+plx_result_t Lane::finish() {
+  while (!done()) PLX_CHECK(wait_step());
+  return PLX_SUCCESS;
+}
+
 LaneRing::LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members,
                    size_t me, unsigned char* block, size_t count, plx_datatype_t datatype,
                    plx_red_op_t op, size_t divisor)
-    : transport_(transport),
-      window_(window),
+    : Lane(transport, window, 2 * (members.size() - 1),
+           Blocks{count, members.size()}.largest() * datatype_bytes(datatype)),
       members_(std::move(members)),
       me_(me),
       block_(block),
@@ -22,20 +95,7 @@ LaneRing::LaneRing(Transport& transport, const TagWindow& window, std::vector<in
       datatype_(datatype),
       op_(op),
       divisor_(divisor),
-      elem_(datatype_bytes(datatype)),
-      steps_(2 * (members_.size() - 1)),
-      posted_(std::make_unique<Posted>()) {
-  const Blocks shards{count_, members_.size()};
-  staging_ = std::make_unique_for_overwrite<unsigned char[]>(shards.largest() * elem_ + 1);
-}
-
-LaneRing::~LaneRing() {
-  if (posted_ && ((posted_->send_posted && !posted_->send.done) ||
-                  (posted_->recv_posted && !posted_->recv.done))) {
-    leak_on_purpose(posted_);  // a failed wait left requests posted (see header)
-    leak_on_purpose(staging_);
-  }
-}
+      elem_(datatype_bytes(datatype)) {}
 
 size_t LaneRing::shard(size_t offset) const {
   const size_t k = members_.size();
@@ -54,77 +114,25 @@ size_t LaneRing::bytes_of(size_t shard_index) const {
 plx_result_t LaneRing::post_step() {
   const size_t k = members_.size(), t = step_;
   const int next = members_[(me_ + 1) % k], prev = members_[(me_ + k - 1) % k];
-  size_t send_shard = 0, recv_shard = 0;
-  unsigned char* recv_to = nullptr;
   if (t < k - 1) {  // reduce-scatter
-    send_shard = shard(k - t);
-    recv_shard = shard(k - t - 1);
-    recv_to = staging_.get();
-  } else {  // allgather
-    const size_t a = t - (k - 1);
-    send_shard = shard(k + 1 - a);
-    recv_shard = shard(k - a);
-    recv_to = at(recv_shard);
+    const size_t send_shard = shard(k - t), recv_shard = shard(k - t - 1);
+    return post(prev, staging(), bytes_of(recv_shard), next, at(send_shard),
+                bytes_of(send_shard));
   }
-  Posted& p = *posted_;
-  p.send.reset();
-  p.recv.reset();
-  p.send_posted = p.recv_posted = false;
-  if (const size_t bytes = bytes_of(recv_shard); bytes > 0) {
-    PLX_CHECK(transport_.post_recv(prev, window_.tag(t), recv_to, bytes, p.recv));
-    p.recv_posted = true;
-  }
-  if (const size_t bytes = bytes_of(send_shard); bytes > 0) {
-    PLX_CHECK(transport_.post_send(next, window_.tag(t), at(send_shard), bytes, p.send));
-    p.send_posted = true;
-  }
-  return PLX_SUCCESS;
+  const size_t a = t - (k - 1);  // allgather
+  const size_t send_shard = shard(k + 1 - a), recv_shard = shard(k - a);
+  return post(prev, at(recv_shard), bytes_of(recv_shard), next, at(send_shard),
+              bytes_of(send_shard));
 }
 
-plx_result_t LaneRing::complete_step() {
+void LaneRing::complete_step() {
   const size_t k = members_.size(), t = step_;
-  if (t < k - 1) {  // reduce-scatter: reduce the received shard; the last one is final
-    const size_t recv_shard = shard(k - t - 1);
-    const size_t count = bytes_of(recv_shard) / elem_;
-    reduce_into(at(recv_shard), staging_.get(), count, datatype_, op_);
-    if (t == k - 2 && op_ == PLX_AVG) divide_by(at(recv_shard), count, datatype_, divisor_);
-  }
-  if (++step_ < steps_) return post_step();
-  return PLX_SUCCESS;
-}
-
-plx_result_t LaneRing::start() { return steps_ == 0 ? PLX_SUCCESS : post_step(); }
-
-plx_result_t LaneRing::advance() {
-  while (!done()) {
-    Posted& p = *posted_;
-    for (Request* req : {&p.recv, &p.send}) {
-      const bool posted = req == &p.recv ? p.recv_posted : p.send_posted;
-      if (posted && !req->done) {
-        bool finished = false;
-        PLX_CHECK(transport_.test(*req, &finished));
-        if (!finished) return PLX_SUCCESS;
-      }
-    }
-    PLX_CHECK(complete_step());
-  }
-  return PLX_SUCCESS;
-}
-
-plx_result_t LaneRing::wait_step() {
-  if (done()) return PLX_SUCCESS;
-  Posted& p = *posted_;
-  Request* reqs[2] = {};
-  size_t n = 0;
-  if (p.recv_posted) reqs[n++] = &p.recv;
-  if (p.send_posted) reqs[n++] = &p.send;
-  if (n > 0) PLX_CHECK(transport_.wait_all(reqs, n));
-  return complete_step();
-}
-
-plx_result_t LaneRing::finish() {
-  while (!done()) PLX_CHECK(wait_step());
-  return PLX_SUCCESS;
+  if (t >= k - 1) return;  // allgather: received in place
+  // reduce-scatter: reduce the received shard; the last one is final
+  const size_t recv_shard = shard(k - t - 1);
+  const size_t count = bytes_of(recv_shard) / elem_;
+  reduce_into(at(recv_shard), staging(), count, datatype_, op_);
+  if (t == k - 2 && op_ == PLX_AVG) divide_by(at(recv_shard), count, datatype_, divisor_);
 }
 
 }  // namespace plexus::comm

@@ -1,7 +1,9 @@
 // hierarchical_pipeline.h - the network phase of the pipelined hierarchical allreduce
-// (hierarchical_allreduce.cpp): a ring allreduce of one lane's block of one segment between the
+// (hierarchical_allreduce.cpp): an allreduce of one lane's block of one segment between the
 // hosts, stepped without blocking so that the host's ranks run the intra-host phases of the
-// neighbouring segments while it crosses the network.
+// neighbouring segments while it crosses the network. Two schedules share the stepping (Lane):
+// the ring below, and recursive halving and doubling (lane_halving.h), which the cost model
+// picks where the ring's 2(K-1) latencies outweigh its bytes (many hosts, small blocks).
 //
 // The ring is Patarasuk & Yuan's (JPDC 69(2), 2009) over the lane group (host_layout.h), one
 // rank per host, K members: the block is cut into K near-equal shards (slices.h Blocks), and
@@ -15,16 +17,16 @@
 //
 //   K = 2, member 0:  step 0  send s0, recv s1 (+=)   step 1  send s1, recv s0
 //
-// Step t is message index t of the ring's TagWindow in each direction (2(K-1) indices). A step
-// ends when both its send and its receive have completed; only then is the next one posted, so a
-// buffer is never written while a send reads it. Shards of no elements send nothing (both ends
-// agree). Bytes on the wire per member: 2(K-1)/K of the block each way.
+// Step t is message index t of the lane's TagWindow in each direction. A step ends when both its
+// send and its receive have completed; only then is the next one posted, so a buffer is never
+// written while a send reads it. Shards of no elements send nothing (both ends agree). Bytes on
+// the wire per member: 2(K-1)/K of the block each way.
 //
 // Progress. advance() never blocks: it retires finished steps and posts the next ones.
 // wait_step() waits for one step, finish() for all. The transport progresses every posted request in any wait (transport.h), so a step
 // posted before a blocking intra-host ring moves across the network during it.
 //
-// Failure: a failed wait may leave requests posted; the ring then leaks its requests and staging
+// Failure: a failed wait may leave requests posted; the lane then leaks its requests and staging
 // on purpose (deliberate_leak.h), as Pipeline does.
 #pragma once
 
@@ -38,41 +40,67 @@
 
 namespace plexus::comm {
 
-class LaneRing {
+// A lane's allreduce as a sequence of steps, each at most one send and one receive with message
+// index = the step number; a schedule says what each step posts and what it does once both are
+// done.
+class Lane {
  public:
-  // Allreduce of `count` elements at `block` (in place) over `members` (ranks in ring order, this
-  // rank at index `me`); PLX_AVG divides by `divisor` (> 0) once.
-  LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members, size_t me,
-           unsigned char* block, size_t count, plx_datatype_t datatype, plx_red_op_t op,
-           size_t divisor);
-  ~LaneRing();
-  LaneRing(const LaneRing&) = delete;
-  LaneRing& operator=(const LaneRing&) = delete;
+  virtual ~Lane();
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
 
   // Posts step 0.
   plx_result_t start();
   // Retires every finished step and posts the next; never blocks.
   plx_result_t advance();
-  // Waits for the step in flight, then posts the next (the caller advances other rings between
+  // Waits for the step in flight, then posts the next (the caller advances other lanes between
   // steps).
   plx_result_t wait_step();
   // Waits until every step has finished.
   plx_result_t finish();
   bool done() const { return step_ == steps_; }
 
+ protected:
+  Lane(Transport& transport, const TagWindow& window, size_t steps, size_t staging_bytes);
+  // Step step_: posts a receive of recv_bytes from recv_peer into recv_to and a send of
+  // send_bytes to send_peer (either skipped when its bytes are 0).
+  plx_result_t post(int recv_peer, unsigned char* recv_to, size_t recv_bytes, int send_peer,
+                    const unsigned char* send_from, size_t send_bytes);
+  // What step step_ posts (through post()), and what it does once its requests are done.
+  virtual plx_result_t post_step() = 0;
+  virtual void complete_step() = 0;
+  unsigned char* staging() const { return staging_.get(); }
+
+  Transport& transport_;
+  TagWindow window_;
+  size_t steps_;
+  size_t step_ = 0;  // the step in flight (== steps_ when done)
+
  private:
   struct Posted {
     Request send, recv;
     bool send_posted = false, recv_posted = false;
   };
-  plx_result_t post_step();
-  plx_result_t complete_step();  // the step's requests are done: reduce, move on, post the next
+  plx_result_t next_step();  // the step's requests are done: complete it, post the next
+  std::unique_ptr<Posted> posted_;
+  std::unique_ptr<unsigned char[]> staging_;
+};
+
+class LaneRing final : public Lane {
+ public:
+  // Allreduce of `count` elements at `block` (in place) over `members` (ranks in ring order, this
+  // rank at index `me`); PLX_AVG divides by `divisor` (> 0) once.
+  LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members, size_t me,
+           unsigned char* block, size_t count, plx_datatype_t datatype, plx_red_op_t op,
+           size_t divisor);
+
+ private:
+  plx_result_t post_step() override;
+  void complete_step() override;
   size_t shard(size_t offset) const;  // (me + K + offset) mod K, offset in -(K-1)..1
   unsigned char* at(size_t shard_index) const;
   size_t bytes_of(size_t shard_index) const;
 
-  Transport& transport_;
-  TagWindow window_;
   std::vector<int> members_;
   size_t me_;
   unsigned char* block_;
@@ -81,10 +109,6 @@ class LaneRing {
   plx_red_op_t op_;
   size_t divisor_;
   size_t elem_;
-  size_t steps_;
-  size_t step_ = 0;  // the step in flight (== steps_ when done)
-  std::unique_ptr<Posted> posted_;
-  std::unique_ptr<unsigned char[]> staging_;
 };
 
 }  // namespace plexus::comm

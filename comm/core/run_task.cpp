@@ -246,6 +246,10 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
+  if (chosen.id == AlgorithmId::AllreduceHierarchical) {
+    a.lane_halving = hierarchical_lanes_halve(a.count * datatype_bytes(a.datatype),
+                                              comm->cost_shape, comm->cost, comm->chunk_bytes);
+  }
   if (!is_hierarchical(chosen.id)) {
     // A flat algorithm (or a shm one's flat fallback) across hosts slices at the network's
     // step, as the cost model priced it (cost_model.h flat_slice_bytes).

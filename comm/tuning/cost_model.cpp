@@ -428,6 +428,12 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
                                       two_levels(shape, params), chunk_bytes);
 }
 
+bool hierarchical_lanes_halve(size_t bytes, const CostShape& shape, const CostParams& params,
+                              size_t chunk_bytes) {
+  const auto parts = explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes);
+  return parts && parts->lane_halving;
+}
+
 double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,
                      const CostParams& params, size_t chunk_bytes) {
   if (shape.nranks <= 1) return 0;

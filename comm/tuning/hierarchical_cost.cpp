@@ -123,35 +123,60 @@ struct Hier {
     return worst;
   }
 
+  // The lanes' allreduce of y bytes per lane between the K hosts, lanes in parallel: the ring
+  // ([PY]: 2(K-1) steps of y/K), or recursive halving and doubling ([TRG]; lane_halving.h:
+  // 2 log2 P steps moving 2(P-1)/P y, and for K not a power of two one step more each way that
+  // moves the whole block, which the paired hosts' links carry).
+  PhaseCost lanes(double y, bool halving) const {
+    if (!halving) {
+      return PhaseCost{q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter,
+                       lane_beta(2 * (K() - 1) / K() * y), q() * (K() - 1) / K() * y * p.gamma};
+    }
+    const double P = std::exp2(std::floor(std::log2(K()))), L = std::log2(P);
+    const double extra = K() > P ? 1 : 0;
+    return PhaseCost{q() * (2 * L + 2 * extra) * p.alpha_inter,
+                     lane_beta(2 * (P - 1) / P * y + 2 * extra * y),
+                     q() * ((P - 1) / P + extra) * y * p.gamma};
+  }
   // [UY], [TH]: per segment of m/S, intra reduce-scatter of the M blocks y = m/(S M) (a host
-  // of L ranks holds ceil(M/L) of them), a ring allreduce of each block between the K hosts
-  // ([PY]: 2(K-1) steps of y/K, lanes in parallel), intra allgather; two boundaries; the S
-  // segments pipelined as the header says.
-  HierarchicalAllreduceParts allreduce_parts(double m) const {
+  // of L ranks holds ceil(M/L) of them), the lanes' allreduce of each block between the K hosts,
+  // intra allgather; two boundaries; the S segments pipelined as the header says.
+  HierarchicalAllreduceParts allreduce_parts(double m, bool halving) const {
     HierarchicalAllreduceParts parts;
-    const double S = segments(m);
+    const double S = segments(m, halving);
     const double y = m / (S * M());
     const auto blocks = [&](int L) { return std::ceil(M() / L); };
     parts.segments = S;
     parts.segment_bytes = m / S;
     parts.in_flight = std::min(S, static_cast<double>(kHierarchicalDepth + 1));
-    parts.network = PhaseCost{q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter,
-                              lane_beta(2 * (K() - 1) / K() * y),
-                              q() * (K() - 1) / K() * y * p.gamma};
+    parts.lane_halving = halving;
+    parts.network = lanes(y, halving);
     parts.reduce_scatter = intra(y, blocks, M() * y, true);
     parts.allgather = intra(y, blocks, M() * y, false);
     parts.boundaries = 2 * boundary();
     return parts;
   }
+  // The lanes' schedule the run uses (hierarchical_lanes_halve): halving where it is faster;
+  // never with one lane (the run is the flat ring then) or for K = 2, where both move the same
+  // bytes in the same two steps.
+  HierarchicalAllreduceParts allreduce_parts(double m) const {
+    const HierarchicalAllreduceParts ring = allreduce_parts(m, false);
+    if (s.hosts <= 2 || s.max_local < 2) return ring;
+    const HierarchicalAllreduceParts halving = allreduce_parts(m, true);
+    return halving.total() < ring.total() ? halving : ring;
+  }
   double allreduce(double m) const { return allreduce_parts(m).total(); }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
-  // step moves about hierarchical_lane_step_bytes()), at most hierarchical_max_segments() (1
-  // without slicing, with one lane, or without two distinct levels).
-  double segments(double m) const {
+  // step moves about hierarchical_lane_step_bytes(); with halving lanes a segment's block is two
+  // steps, so that the first and largest halving message is one step), at most
+  // hierarchical_max_segments() (1 without slicing, with one lane, or without two distinct
+  // levels).
+  double segments(double m, bool halving) const {
     if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
     const size_t step = hierarchical_lane_step_bytes(s, c, p.alpha_inter, p.beta_inter);
     const double bytes = static_cast<double>(hierarchical_segment_bytes(
-        step, static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts)));
+        step, static_cast<size_t>(s.max_local),
+        halving ? size_t{2} : static_cast<size_t>(s.hosts)));
     return std::clamp(std::ceil(m / bytes), 1.0,
                       static_cast<double>(hierarchical_max_segments(
                           static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts))));
@@ -212,6 +237,12 @@ HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const Cost
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes) {
   return Hier{shape, params, chunk_bytes}.allreduce_parts(bytes);
+}
+
+HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
+                                                        const TwoLevelParams& params,
+                                                        size_t chunk_bytes, bool lane_halving) {
+  return Hier{shape, params, chunk_bytes}.allreduce_parts(bytes, lane_halving);
 }
 
 double hierarchical_seconds(AlgorithmId algorithm, double bytes, const CostShape& shape,

@@ -42,6 +42,7 @@ struct PhaseCost {
 struct HierarchicalAllreduceParts {
   double segments = 1, segment_bytes = 0;
   double in_flight = 1;
+  bool lane_halving = false;  // the lanes run recursive halving and doubling, not the ring
   PhaseCost reduce_scatter, allgather, network;
   double boundaries = 0;
   double host() const { return reduce_scatter.total() + allgather.total(); }
@@ -63,10 +64,17 @@ struct HierarchicalAllreduceParts {
 };
 
 // The parts above for `bytes` on `shape` (shape.hosts > 1), as hierarchical_seconds prices
-// AllreduceHierarchical: total() equals it.
+// AllreduceHierarchical: total() equals it. The lanes' schedule is the faster of the ring and
+// recursive halving and doubling (comm/algorithms/lane_halving.h; the ring on a tie, with two
+// hosts, or one lane); lane_halving says which, and the run takes the same
+// (cost_model.h hierarchical_lanes_halve).
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes);
+// The same with the lanes' schedule given.
+HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
+                                                        const TwoLevelParams& params,
+                                                        size_t chunk_bytes, bool lane_halving);
 
 // The pipelined allreduce's lane step on `shape` (hierarchical_segments.h
 // hierarchical_lane_step_bytes with the shape's eager limit and lanes per link), for the

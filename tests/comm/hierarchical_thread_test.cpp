@@ -8,7 +8,8 @@
 // (A A B A B). Every datatype, every op (for the reductions), in place and out of place, counts
 // 1 and 2 (fewer elements than lanes: empty blocks) in one slice and 1009 (prime) in 64-byte
 // slices; roots rotate over the ranks; guard bytes around every buffer. A large count and eager
-// sends (ranks running ahead into later phases and calls) on the uneven layouts.
+// sends (ranks running ahead into later phases and calls) on the uneven layouts. The allreduce
+// with halving lanes on 3 to 7 hosts.
 //
 // Expected values are the closed forms of tests/comm/collective_reference.h, exact in every
 // datatype whatever the combining order, so the check is bit for bit; a failure names the
@@ -39,6 +40,15 @@ plx_result_t on_layout(Transport& t, uint64_t tag_base, const CollArgs& args) {
   CollArgs with_hosts = args;
   with_hosts.hosts = g_layout;
   return F(t, tag_base, with_hosts);
+}
+
+// The allreduce with its lanes by recursive halving and doubling (lane_halving.h), as the cost
+// model picks them on many hosts.
+plx_result_t halving_lanes(Transport& t, uint64_t tag_base, const CollArgs& args) {
+  CollArgs with_hosts = args;
+  with_hosts.hosts = g_layout;
+  with_hosts.lane_halving = true;
+  return hierarchical_allreduce(t, tag_base, with_hosts);
 }
 
 enum class Kind { Allreduce, Reduce, Broadcast, ReduceScatter, Allgather };
@@ -280,6 +290,29 @@ TEST(HierarchicalEager, RanksRunAheadIntoLaterPhases) {
       for (Case& c : cases) c.spec.root %= n;
       run_cases(a, kLayouts[l], cases, /*eager_bytes=*/1 << 12);
     }
+  }
+}
+
+// Halving lanes on 3 to 7 hosts: a power of two (4), one host (3, 5) and three hosts (7) outside
+// the halving, hosts of uneven sizes (lanes with holders on some hosts only), interleaved hosts;
+// every datatype and op in and out of place, then eager sends (ranks running ahead).
+TEST(HierarchicalHalving, EveryDatatypeOpAndPlacementOnThreeToSevenHosts) {
+  const Algorithm halving{"hierarchical_allreduce_halving_lanes", Kind::Allreduce, halving_lanes};
+  const Layout layouts[] = {
+      {"3x2", {"A", "A", "B", "B", "C", "C"}},
+      {"4x2", {"A", "A", "B", "B", "C", "C", "D", "D"}},
+      {"5x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E"}},
+      {"7x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E", "F", "F", "G", "G"}},
+      {"uneven_2p3p1p2", {"A", "A", "B", "B", "B", "C", "D", "D"}},
+      {"interleaved_3x2", {"A", "B", "C", "A", "B", "C"}},
+  };
+  for (const Layout& l : layouts) {
+    const int n = static_cast<int>(l.host_ids.size());
+    run_cases(halving, l, matrix(halving, n));
+    const std::vector<Case> eager = {{{1009, PLX_FLOAT32, PLX_SUM, false, 64, 0}},
+                                     {{5, PLX_BFLOAT16, PLX_AVG, true, 64, 0}},
+                                     {{(size_t{1} << 14) + 3, PLX_INT64, PLX_MAX, true, 4096, 0}}};
+    run_cases(halving, l, eager, /*eager_bytes=*/1 << 12);
   }
 }
 

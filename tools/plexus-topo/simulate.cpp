@@ -42,7 +42,9 @@ std::string phases_text(const comm::HierarchicalPhases& h) {
   const bool host_bound = h.host() >= h.network_stage;
   const std::string phases = phase_text("reduce-scatter", h.reduce_scatter) + " + " +
                              phase_text("allgather", h.allgather) + " within a host, " +
-                             phase_text("network", h.network);
+                             phase_text(h.lane_halving ? "network (lanes: recursive halving)"
+                                                       : "network (lanes: ring)",
+                                        h.network);
   if (h.segments <= 1) {
     return "hierarchical: one segment of " +
            format_bytes(static_cast<uint64_t>(h.segment_bytes)) + ", nothing to overlap: " +
@@ -151,7 +153,8 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
                                       {"allgather", phase_json(phases->allgather)},
                                       {"network", phase_json(phases->network)},
                                       {"boundaries_s", phases->boundaries},
-                                      {"network_stage_s", phases->network_stage}};
+                                      {"network_stage_s", phases->network_stage},
+                                      {"lane_schedule", phases->lane_halving ? "halving" : "ring"}};
       }
       if (!options.json) {
         std::fprintf(out, "  %9s  %s\n", "", line.c_str());
