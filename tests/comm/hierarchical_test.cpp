@@ -11,7 +11,8 @@
 // for the world's hosts: the hierarchical allreduce for a large vector on 2 x 2 (on A A B A B
 // the model may prefer rabenseifner, whose first halving step stays inside the hosts), a flat
 // one for a small vector. On one host the same parameters never choose it. One 2 x 2 world
-// measures both levels instead and caches them.
+// measures both levels instead and caches them. On 4 x 2 and on 5 hosts of 6 ranks the allreduce
+// runs its lanes by recursive halving at the counts where the model picks it.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "comm/algorithms/host_layout.h"
+#include "comm/reduce/reduce.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"
@@ -191,6 +193,47 @@ TEST(HierarchicalRanks, TwoHostsOfTwoRanks) {
 TEST(HierarchicalRanks, UnevenInterleavedHosts) {
   run_world(k3p2, tcp_env(kTwoLevelModel),
             [](int rank, plx_comm_t comm) { return emulated_hosts_body(rank, comm, k3p2); });
+}
+
+// The allreduce's lanes by recursive halving (lane_halving.h) over real ranks: on 4 x 2 (a power
+// of two) and on 5 hosts (one pair of hosts folded in and out; 3 hosts never halve, their 4
+// steps being the ring's), forced to the hierarchical allreduce at counts for which the model
+// (kTwoLevelModel) halves the lanes, checked bit for bit.
+std::vector<Call> halving_calls(const World& world) {
+  comm::CostParams params;
+  comm::parse_cost_model(kTwoLevelModel, 0, &params);
+  comm::CostShape shape = comm::cost_shape(comm::host_layout(world.hosts));
+  shape.peer_memory = true;
+  std::vector<Call> calls;
+  size_t t = 0;
+  const plx_datatype_t types[] = {PLX_FLOAT32, PLX_INT64, PLX_BFLOAT16};
+  for (size_t count : {size_t{2}, size_t{1009}, size_t{4099}, size_t{65537}}) {
+    for (plx_red_op_t op : {PLX_SUM, PLX_AVG, PLX_MAX}) {
+      const plx_datatype_t type = types[t % std::size(types)];
+      if (comm::hierarchical_lanes_halve(count * comm::datatype_bytes(type), shape, params,
+                                         kChunkBytes)) {
+        calls.push_back({"allreduce", count, type, op, (t % 2) == 1, 0});
+      }
+      ++t;
+    }
+  }
+  return calls;
+}
+
+TEST(HierarchicalRanks, HalvingLanesOnFourAndFiveHosts) {
+  const World k4x2{"4x2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-b",
+                           "hier-test-c", "hier-test-c", "hier-test-d", "hier-test-d"}};
+  // Five hosts, one of two ranks (two lanes, the other hosts holding both): P = 4, and hosts a
+  // and b fold into one member of the halving.
+  const World k5{"5 hosts", {"hier-test-a", "hier-test-b", "hier-test-c", "hier-test-a",
+                             "hier-test-d", "hier-test-e"}};
+  for (const World* world : {&k4x2, &k5}) {
+    const std::vector<Call> calls = halving_calls(*world);
+    ASSERT_GE(calls.size(), 3u) << world->name << ": the model should halve the lanes";
+    run_world(*world, tcp_env(kTwoLevelModel), [&](int, plx_comm_t comm) {
+      return run_forced(comm, calls, world->name);
+    });
+  }
 }
 
 TEST(HierarchicalRanks, OneHostNeverChoosesHierarchical) {
