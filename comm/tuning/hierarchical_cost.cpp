@@ -67,6 +67,14 @@
 namespace plexus::comm {
 namespace {
 
+// Halving lanes are taken only where the model prices them at most this fraction of the ring
+// lanes: they cost what it does not price on hosts whose ranks share cores. On the emulated
+// 4 x 2 cluster at 1 Gbit/s (8 ranks on 2 cores, 2026-12-07), priced 1 % faster than the ring,
+// they ran 1.29-1.63x slower than priced (the ring 1.04-1.06): twice the segments, each with
+// its intra-host waits, and four smaller lane messages for two. At 250 and 500 Mbit/s they ran
+// at 0.99-1.04 of the price.
+constexpr double kHalvingGain = 0.9;
+
 struct Hier {
   const CostShape& s;
   const TwoLevelParams& p;
@@ -156,14 +164,14 @@ struct Hier {
     parts.boundaries = 2 * boundary();
     return parts;
   }
-  // The lanes' schedule the run uses (hierarchical_lanes_halve): halving where it is faster;
-  // never with one lane (the run is the flat ring then) or for K = 2, where both move the same
-  // bytes in the same two steps.
+  // The lanes' schedule the run uses (hierarchical_lanes_halve): halving where it is clearly
+  // faster (kHalvingGain); never with one lane (the run is the flat ring then) or for K = 2,
+  // where both move the same bytes in the same two steps.
   HierarchicalAllreduceParts allreduce_parts(double m) const {
     const HierarchicalAllreduceParts ring = allreduce_parts(m, false);
     if (s.hosts <= 2 || s.max_local < 2) return ring;
     const HierarchicalAllreduceParts halving = allreduce_parts(m, true);
-    return halving.total() < ring.total() ? halving : ring;
+    return halving.total() < kHalvingGain * ring.total() ? halving : ring;
   }
   double allreduce(double m) const { return allreduce_parts(m).total(); }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring

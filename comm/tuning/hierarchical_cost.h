@@ -64,10 +64,10 @@ struct HierarchicalAllreduceParts {
 };
 
 // The parts above for `bytes` on `shape` (shape.hosts > 1), as hierarchical_seconds prices
-// AllreduceHierarchical: total() equals it. The lanes' schedule is the faster of the ring and
-// recursive halving and doubling (comm/algorithms/lane_halving.h; the ring on a tie, with two
-// hosts, or one lane); lane_halving says which, and the run takes the same
-// (cost_model.h hierarchical_lanes_halve).
+// AllreduceHierarchical: total() equals it. The lanes' schedule is recursive halving and
+// doubling (comm/algorithms/lane_halving.h) where it prices at most 0.9 of the ring's total
+// (the .cpp says why), else the ring (always with two hosts or one lane); lane_halving says
+// which, and the run takes the same (cost_model.h hierarchical_lanes_halve).
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes);
