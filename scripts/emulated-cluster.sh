@@ -143,6 +143,10 @@ if [[ "$rate" != "0" && "$rate" != "none" ]]; then
   rate_bytes_per_s=$(( rate_num * scale / 8 ))
   [[ "$rate_bytes_per_s" -ge 125000 ]] || die_usage "--rate '$rate' below 1mbit"
   rate="${rate_num}${unit}"  # tc gets the number in plain decimal
+  # tc keeps the burst in 32 bits: --burst-us of the rate must stay below 4 GiB.
+  (( rate_bytes_per_s / 1000 * burst_us / 1000 <= 4294967295 )) ||
+    die_usage "--burst-us $burst_us at --rate $rate makes a tbf burst of" \
+      "$(( rate_bytes_per_s / 1000 * burst_us / 1000 )) bytes, above tc's 4294967295"
 fi
 
 world=0

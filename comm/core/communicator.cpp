@@ -87,8 +87,10 @@ plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
       return set_error(PLX_ERROR_INVALID_USAGE,
                        fmt::format("rank {}: ranks disagree on transport settings: rank {} has "
                                    "'{}', rank {} has '{}' (set PLEXUS_FI_PROVIDER, "
-                                   "PLEXUS_CHUNK_BYTES, PLEXUS_FI_MAX_MSG_BYTES and "
-                                   "FI_OFI_RXM_BUFFER_SIZE alike on every rank)",
+                                   "PLEXUS_CHUNK_BYTES, PLEXUS_FI_MAX_MSG_BYTES, "
+                                   "FI_OFI_RXM_BUFFER_SIZE and FI_OFI_RXM_EAGER_LIMIT alike "
+                                   "on every rank; eager_bytes 0 is a value neither could "
+                                   "give)",
                                    rank, rank, my_provider, r, provider));
     }
     nics->emplace_back(zero + 1, second);

@@ -49,11 +49,13 @@ plx_result_t parse_cost_model(std::string_view text, int rank, CostParams* out) 
       return fail(fmt::format("{} '{}' is more than {:g}", kNames[i], item, kMaxCostValue));
     }
   }
-  // Five values describe a second level between hosts: an unbounded link there (beta 0) would
-  // silently leave one level for every host.
-  if (given == 5 && values[4] == 0) {
-    return fail("inter_beta_ns_per_byte is 0, but five values describe a network between hosts "
-                "(give three values for one level)");
+  // Five values describe a second level between hosts: an unbounded link there (beta 0, or a
+  // value so small that it is 0 in seconds per byte) would silently leave one level for every
+  // host.
+  if (given == 5 && values[4] * 1e-9 == 0) {
+    return fail(fmt::format("inter_beta_ns_per_byte is {}, but five values describe a network "
+                            "between hosts (give three values for one level)",
+                            values[4] == 0 ? "0" : "too small to count"));
   }
   *out = CostParams{values[0] * 1e-6, values[1] * 1e-9, values[2] * 1e-9, values[3] * 1e-6,
                     values[4] * 1e-9};

@@ -100,5 +100,34 @@ TEST(ArgumentChecks, RanksWithDifferentRxmBufferSizesFailAtCreationNamingTheSett
       {"eager_bytes=16256", "eager_bytes=32640", "FI_OFI_RXM_BUFFER_SIZE"});
 }
 
+// An rxm buffer size that would stall set-up (rxm's receive pools at 16 MiB buffers took GBs and
+// never finished) fails on the rank that has it, naming the variable, before any endpoint
+// opens; the other rank hears of it from the rendezvous, within seconds, with the same text.
+TEST(ArgumentChecks, AnRxmBufferSizeAboveOneMebibyteFailsCreationNamingIt) {
+  const std::vector<RankOutcome> outcomes = run_ranks(
+      2,
+      [](int rank) {
+        setenv("PLEXUS_FI_PROVIDER", "tcp", 1);
+        setenv("FI_TCP_IFACE", "lo", 1);
+        if (rank == 1) setenv("FI_OFI_RXM_BUFFER_SIZE", "16777216", 1);
+        plx_comm_t comm = nullptr;
+        const plx_result_t r = plx_comm_init_from_env(&comm);
+        const plx_result_t want = rank == 1 ? PLX_ERROR_INVALID_USAGE : PLX_ERROR_REMOTE;
+        if (r != want) {
+          return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
+        }
+        const std::string message = plx_get_last_error(nullptr);
+        if (message.find("rank 1: FI_OFI_RXM_BUFFER_SIZE='16777216' is too large") ==
+                std::string::npos ||
+            message.find("give at most 1048576") == std::string::npos) {
+          return rank_failure(rank, "unexpected message: " + message);
+        }
+        return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
+      },
+      30.0);
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
 }  // namespace
 }  // namespace plexus::test

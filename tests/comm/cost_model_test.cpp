@@ -382,6 +382,7 @@ TEST(CostCacheTest, ParsesPlexusCostModel) {
       {"1,-2,3", "beta_ns_per_byte '-2'"}, {"1,2,inf", "gamma_ns_per_byte 'inf'"},
       {"1,2 3,4", "beta_ns_per_byte '2 3'"}, {"1,,3", "beta_ns_per_byte ''"},
       {"1,2,3,0,0", "inter_beta_ns_per_byte is 0, but five values"},
+      {"0,0,0,1000000,4.9e-324", "inter_beta_ns_per_byte is too small to count, but five"},
       {"1e300,2,3", "alpha_us '1e300' is more than 1e+06"},
       {"1,2,3,4,1000001", "inter_beta_ns_per_byte '1000001' is more than 1e+06"},
   };

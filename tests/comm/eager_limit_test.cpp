@@ -33,14 +33,48 @@ TEST(EagerLimit, RxmReadsItsBufferSizeAsLibfabricDoes) {
   EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", " 32768"), 32768 - kRxmHeaderBoundBytes);
   EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", "4096 "), 4096 - kRxmHeaderBoundBytes);
   EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", "1024"), 1024 - kRxmHeaderBoundBytes);
-  EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", "1073741824"),
-            (size_t{1} << 30) - kRxmHeaderBoundBytes);
+  EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", "1048576"), (size_t{1} << 20) - kRxmHeaderBoundBytes);
+}
+
+TEST(EagerLimit, RxmsEagerLimitCapsItWhenSmaller) {
+  EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", nullptr, "1024"), 1024u);
+  EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", "65536", "0x2000"), 8192u);
+  EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", "8192", "65536"), 8192 - kRxmHeaderBoundBytes);
+  // One it cannot mirror leaves the limit unknown, as the buffer size's do.
+  for (const char* bad : {"", "abc", "-1", "1023", "2097152", "99999999999999999999999"}) {
+    EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", nullptr, bad), 0u) << "'" << bad << "'";
+  }
+  EXPECT_EQ(eager_limit_bytes("shm", nullptr, "1024"), 0u);
+}
+
+// Values that stall or break rxm's set-up are refused, naming the variable; the rest (what
+// libfabric 1.17 replaces by its default with a warning) are not.
+TEST(EagerLimit, BufferSizesRxmCannotUseAreAProblem) {
+  for (const char* fine : {"16384", "0x8000", "1048576", "", "abc", "0", "1", "08", "16K"}) {
+    EXPECT_EQ(rxm_buffer_size_problem("tcp;ofi_rxm", fine), "") << "'" << fine << "'";
+  }
+  EXPECT_EQ(rxm_buffer_size_problem("tcp;ofi_rxm", nullptr), "");
+  EXPECT_EQ(rxm_buffer_size_problem("shm", "16777216"), "");
+  EXPECT_EQ(rxm_buffer_size_problem("tcp;ofi_rxm", "16777216"),
+            "FI_OFI_RXM_BUFFER_SIZE='16777216' is too large; ofi_rxm allocates its receive pools "
+            "in buffers of that size (past 1048576 bytes a communicator's setup stalls or fails "
+            "with ENOMEM): unset it or give at most 1048576");
+  for (const char* bad : {"1048577", "0x100001", "99999999999999999999999"}) {
+    EXPECT_NE(rxm_buffer_size_problem("verbs;ofi_rxm", bad).find("is too large"),
+              std::string::npos)
+        << bad;
+  }
+  for (const char* bad : {"-16384", " -1", "-99999999999999999999999"}) {
+    EXPECT_NE(rxm_buffer_size_problem("tcp;ofi_rxm", bad).find("is negative"), std::string::npos)
+        << bad;
+  }
 }
 
 TEST(EagerLimit, ValuesItCannotMirrorLeaveTheLimitUnknown) {
-  // Below 1 KiB (libfabric refuses a buffer smaller than its headers, or reads "16K" as 16),
-  // above 1 GiB, negative, empty, no digits, overflow.
-  for (const char* bad : {"", "abc", "16K", "-1", "0", "1023", "1073741825",
+  // Below 1 KiB (libfabric takes its default for a buffer smaller than its headers, or reads
+  // "16K" as 16), above 1 MiB (refused: rxm_buffer_size_problem), negative, empty, no digits,
+  // overflow.
+  for (const char* bad : {"", "abc", "16K", "-1", "0", "1023", "1048577", "1073741824",
                           "99999999999999999999999", "-99999999999999999999999", "0x"}) {
     EXPECT_EQ(eager_limit_bytes("tcp;ofi_rxm", bad), 0u) << "'" << bad << "'";
   }

@@ -212,6 +212,16 @@ TEST(EmulatedClusterScript, BadNumbersAreUsageErrors) {
   // A leading zero is decimal, not octal: 08 ranks per host is 8, checked without a shell error.
   ProcessResult r = run_process(script("08", 1, {"true"}), 30);
   EXPECT_EQ(r.err.find("value too great for base"), std::string::npos) << r.err;
+  // Each value in range, but together a tbf burst past tc's 32 bits.
+  std::vector<std::string> argv = script("1", 1, {"true"});
+  argv.insert(std::find(argv.begin(), argv.end(), "--"),
+              {"--rate", "35gbit", "--burst-us", "1000000"});
+  r = run_process(argv, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--burst-us 1000000 at --rate 35gbit makes a tbf burst of 4375000000 "
+                       "bytes, above tc's 4294967295"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(EmulatedClusterScript, SigtermStopsTheRanksAndRemovesTheCluster) {

@@ -150,6 +150,26 @@ TEST(PlexusTopoCost, ZeroCostModelShowsNoBandwidth) {
   EXPECT_EQ(doc["rows"][0]["algorithms"]["ring"]["seconds"].get<double>(), 0);
 }
 
+// --simulate's default (a rank per GPU, or --ranks-per-host, on every host) past --ranks's
+// limit of 65536 is a usage error naming both counts, not an allocation of millions of ranks.
+TEST(PlexusTopoCost, DefaultRanksPastTheLimitAreRefused) {
+  test::TempDir dir("plexus-topo-cost");
+  nlohmann::json host = nlohmann::json::parse(to_json_text(cpu_host("cpu", 10000)));
+  host.erase("plexus_topology");
+  host["count"] = 9000;
+  const nlohmann::json cluster = {{"plexus_topology", 1}, {"hosts", {host}}};
+  const std::string file = write(dir, "many.json", cluster.dump());
+  ProcessResult r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "8"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--simulate: 8 ranks on each of 9000 hosts make 72000 ranks, more than "
+                       "65536; give --ranks N (at most 65536)"),
+            std::string::npos)
+      << r.err;
+  // Within the limit it simulates.
+  r = topo({"--topo-file", file, "--simulate", "--ranks-per-host", "7", "--sizes", "1M"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 TEST(PlexusTopoCost, PlexusCostModelReplacesTheTopologysParameters) {
   test::TempDir dir("plexus-topo-cost");
   std::string file = write(dir, "cpu.json", to_json_text(cpu_host("cpu0", 0)));

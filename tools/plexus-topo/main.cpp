@@ -11,6 +11,7 @@
 // --json prints it).
 // Exit status: 0 done, 2 bad arguments or a malformed file, 1 anything else.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,6 +32,9 @@
 namespace {
 
 using namespace plexus::topology;
+
+// The most ranks --ranks takes, and --simulate's default (a rank per GPU on every host) may make.
+constexpr uint64_t kMaxRanks = 65536;
 
 int fail(plx_result_t code, const std::string& message) {
   std::fprintf(stderr, "plexus-topo: %s\n", message.c_str());
@@ -81,7 +85,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print the topology as a JSON topology document");
   app.add_flag("--pci", list_pci, "list every PCI device in the tree");
   app.add_option("--ranks", nranks, "show the grouping of a communicator of this many ranks")
-      ->check(CLI::Range(1, 65536));
+      ->check(CLI::Range(1, static_cast<int>(kMaxRanks)));
   app.add_option("--ranks-per-host", per_host,
                  "ranks on each host, filled in order (default: the first host's GPU count)")
       ->check(CLI::Range(1, 1024));
@@ -143,11 +147,19 @@ int main(int argc, char** argv) {
   }
   if (simulate && nranks == 0) {
     if (per_host == 0) per_host = static_cast<int>(cluster.hosts.front().gpus.size());
-    nranks = per_host * static_cast<int>(cluster.hosts.size());
     if (per_host == 0)
       return fail(PLX_ERROR_INVALID_ARGUMENT, "--simulate needs --ranks-per-host: host " +
                                                   cluster.hosts.front().host_id +
                                                   " has no GPUs to count ranks by");
+    // The default, one rank per GPU on every host, within --ranks's own limit.
+    const uint64_t all = static_cast<uint64_t>(per_host) * cluster.hosts.size();
+    if (all > kMaxRanks)
+      return fail(PLX_ERROR_INVALID_ARGUMENT,
+                  "--simulate: " + std::to_string(per_host) + " ranks on each of " +
+                      std::to_string(cluster.hosts.size()) + " hosts make " +
+                      std::to_string(all) + " ranks, more than " + std::to_string(kMaxRanks) +
+                      "; give --ranks N (at most " + std::to_string(kMaxRanks) + ")");
+    nranks = static_cast<int>(all);
   }
   std::vector<RankLocation> ranks;
   if (nranks > 0) {

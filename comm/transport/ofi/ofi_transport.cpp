@@ -72,6 +72,11 @@ plx_result_t OfiTransport::open_entry(InfoPtr info, int rank, int size, int time
                                       std::unique_ptr<OfiTransport>* out) {
   int spin_us = 0;  // read before any resource is made: a malformed value fails with nothing open
   PLX_CHECK(config_spin_us(&spin_us));
+  const char* provider = info->fabric_attr && info->fabric_attr->prov_name
+                             ? info->fabric_attr->prov_name : "";
+  if (const std::string problem = process_rxm_buffer_size_problem(provider); !problem.empty()) {
+    return set_error(PLX_ERROR_INVALID_USAGE, fmt::format("rank {}: {}", rank, problem));
+  }
   std::unique_ptr<OfiTransport> transport(new OfiTransport());
   transport->rank_ = rank;
   transport->size_ = size;
