@@ -7,8 +7,9 @@
 // Each round: every rank meets in a barrier; rank 0 then sleeps --wait-seconds before it calls
 // the collective (a barrier, or a 4-byte allreduce), while the other ranks call it at once and
 // wait. Each waiting rank measures its process CPU time (getrusage RUSAGE_SELF: user + system)
-// and the wall time across its call. Rank 0 prints one row per rank and round and the largest
-// share, with what shapes it: ranks on this host against the CPUs this process may run on
+// and the wall time across its call; how much later than rank 0's measured sleep that call
+// returned ("late") is what waking up costs it (with the collective's own latency). Rank 0
+// prints one row per rank and round and the largest share, with what shapes it: ranks on this host against the CPUs this process may run on
 // (sched_getaffinity; more ranks than CPUs is oversubscribed), and the transport.
 // A figure to read, never a pass/fail: docs/performance.md records it. Exit codes: 0 done,
 // 1 a failed Plexus call (its message printed), 2 bad usage.
@@ -79,12 +80,18 @@ int main(int argc, char** argv) {
   const char* transport = "";
   plx_comm_transport_name(comm, &transport);
 
-  // Per round and rank: {wall seconds, CPU seconds} of the wait, gathered on rank 0.
+  // Per round and rank: {wall seconds, CPU seconds} of the wait (rank 0: of its sleep),
+  // gathered on rank 0.
   std::vector<double> mine(2 * o.rounds), all(rank == 0 ? 2 * o.rounds * size : 0);
   int32_t token = 1, sum = 0;
   for (int round = 0; round < o.rounds; ++round) {
     if (failed(plx_barrier(comm), "plx_barrier", comm)) return 1;
-    if (rank == 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.wait_seconds));
+    if (rank == 0) {
+      const auto start = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.wait_seconds));
+      mine[2 * round] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                            .count();
+    }
     const double cpu0 = process_cpu_seconds();
     const auto wall0 = std::chrono::steady_clock::now();
     const plx_result_t r = o.collective == "barrier"
@@ -92,7 +99,7 @@ int main(int argc, char** argv) {
                                : plx_allreduce(&token, &sum, 1, PLX_INT32, PLX_SUM, comm, nullptr);
     if (failed(r, o.collective.c_str(), comm)) return 1;
     const auto waited = std::chrono::steady_clock::now() - wall0;
-    mine[2 * round] = std::chrono::duration<double>(waited).count();
+    if (rank != 0) mine[2 * round] = std::chrono::duration<double>(waited).count();
     mine[2 * round + 1] = process_cpu_seconds() - cpu0;
   }
   if (failed(plx_gather(mine.data(), all.data(), mine.size(), PLX_FLOAT64, 0, comm, nullptr),
@@ -106,16 +113,18 @@ int main(int argc, char** argv) {
                 size, local_size, cpus,
                 local_size > cpus ? "oversubscribed" : "not oversubscribed", transport,
                 o.wait_seconds, o.collective.c_str());
-    std::printf("# %5s %5s %10s %10s %12s\n", "round", "rank", "wait (s)", "CPU (s)",
-                "% of a core");
+    std::printf("# %5s %5s %10s %10s %12s %10s\n", "round", "rank", "wait (s)", "CPU (s)",
+                "% of a core", "late (us)");
     double worst = 0;
     for (int round = 0; round < o.rounds; ++round) {
       for (int r = 1; r < size; ++r) {
         const double wall = all[2 * o.rounds * r + 2 * round];
         const double cpu = all[2 * o.rounds * r + 2 * round + 1];
         const double share = wall > 0 ? 100.0 * cpu / wall : 0;
+        const double late_us = 1e6 * (wall - all[2 * round]);  // rank 0's sleep
         worst = std::max(worst, share);
-        std::printf("  %5d %5d %10.3f %10.4f %12.2f\n", round, r, wall, cpu, share);
+        std::printf("  %5d %5d %10.3f %10.4f %12.2f %10.0f\n", round, r, wall, cpu, share,
+                    late_us);
       }
     }
     std::printf("# largest share of a core used by a waiting rank: %.2f %%\n", worst);
