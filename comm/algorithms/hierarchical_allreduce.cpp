@@ -214,15 +214,13 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
     const Blocks blocks{count, lanes};
     for (int j = c.i; j < c.lanes; j += c.local) {
       if (blocks.size(j) == 0) continue;  // count < M: every holder skips it alike
-      unsigned char* block = out + (first + blocks.begin(j)) * c.elem;
+      const LaneBlock lane{c.layout.lane_group(j), static_cast<size_t>(c.h),
+                           out + (first + blocks.begin(j)) * c.elem, blocks.size(j),
+                           args.datatype, args.op, c.divisor};
       if (args.lane_halving) {
-        segment.lanes.push_back(std::make_unique<LaneHalving>(
-            c.transport, window(s, 1 + j), c.layout.lane_group(j), static_cast<size_t>(c.h),
-            block, blocks.size(j), args.datatype, args.op, c.divisor));
+        segment.lanes.push_back(std::make_unique<LaneHalving>(c.transport, window(s, 1 + j), lane));
       } else {
-        segment.lanes.push_back(std::make_unique<LaneRing>(
-            c.transport, window(s, 1 + j), c.layout.lane_group(j), static_cast<size_t>(c.h),
-            block, blocks.size(j), args.datatype, args.op, c.divisor));
+        segment.lanes.push_back(std::make_unique<LaneRing>(c.transport, window(s, 1 + j), lane));
       }
       PLX_CHECK(segment.lanes.back()->start());
     }

@@ -11,9 +11,12 @@
 
 namespace plexus::comm {
 
-Lane::Lane(Transport& transport, const TagWindow& window, size_t steps, size_t staging_bytes)
+Lane::Lane(Transport& transport, const TagWindow& window, const LaneBlock& lane, size_t steps,
+           size_t staging_bytes)
     : transport_(transport),
       window_(window),
+      lane_(lane),
+      elem_(datatype_bytes(lane.datatype)),
       steps_(steps),
       posted_(std::make_unique<Posted>()),
       staging_(std::make_unique_for_overwrite<unsigned char[]>(staging_bytes + 1)) {}
@@ -83,37 +86,27 @@ plx_result_t Lane::finish() {
   return PLX_SUCCESS;
 }
 
-LaneRing::LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members,
-                   size_t me, unsigned char* block, size_t count, plx_datatype_t datatype,
-                   plx_red_op_t op, size_t divisor)
-    : Lane(transport, window, 2 * (members.size() - 1),
-           Blocks{count, members.size()}.largest() * datatype_bytes(datatype)),
-      members_(std::move(members)),
-      me_(me),
-      block_(block),
-      count_(count),
-      datatype_(datatype),
-      op_(op),
-      divisor_(divisor),
-      elem_(datatype_bytes(datatype)) {}
+LaneRing::LaneRing(Transport& transport, const TagWindow& window, const LaneBlock& lane)
+    : Lane(transport, window, lane, 2 * (lane.members.size() - 1),
+           Blocks{lane.count, lane.members.size()}.largest() * datatype_bytes(lane.datatype)) {}
 
 size_t LaneRing::shard(size_t offset) const {
-  const size_t k = members_.size();
-  return (me_ + k + offset) % k;
+  const size_t k = lane_.members.size();
+  return (lane_.me + k + offset) % k;
 }
 
 unsigned char* LaneRing::at(size_t shard_index) const {
-  return block_ + Blocks{count_, members_.size()}.begin(shard_index) * elem_;
+  return lane_.block + Blocks{lane_.count, lane_.members.size()}.begin(shard_index) * elem_;
 }
 
 size_t LaneRing::bytes_of(size_t shard_index) const {
-  return Blocks{count_, members_.size()}.size(shard_index) * elem_;
+  return Blocks{lane_.count, lane_.members.size()}.size(shard_index) * elem_;
 }
 
 // Step t: the shards of the header's table; offsets are taken mod K, written as K - x for -x.
 plx_result_t LaneRing::post_step() {
-  const size_t k = members_.size(), t = step_;
-  const int next = members_[(me_ + 1) % k], prev = members_[(me_ + k - 1) % k];
+  const size_t k = lane_.members.size(), t = step_;
+  const int next = lane_.members[(lane_.me + 1) % k], prev = lane_.members[(lane_.me + k - 1) % k];
   if (t < k - 1) {  // reduce-scatter
     const size_t send_shard = shard(k - t), recv_shard = shard(k - t - 1);
     return post(prev, staging(), bytes_of(recv_shard), next, at(send_shard),
@@ -126,13 +119,15 @@ plx_result_t LaneRing::post_step() {
 }
 
 void LaneRing::complete_step() {
-  const size_t k = members_.size(), t = step_;
+  const size_t k = lane_.members.size(), t = step_;
   if (t >= k - 1) return;  // allgather: received in place
   // reduce-scatter: reduce the received shard; the last one is final
   const size_t recv_shard = shard(k - t - 1);
   const size_t count = bytes_of(recv_shard) / elem_;
-  reduce_into(at(recv_shard), staging(), count, datatype_, op_);
-  if (t == k - 2 && op_ == PLX_AVG) divide_by(at(recv_shard), count, datatype_, divisor_);
+  reduce_into(at(recv_shard), staging(), count, lane_.datatype, lane_.op);
+  if (t == k - 2 && lane_.op == PLX_AVG) {
+    divide_by(at(recv_shard), count, lane_.datatype, lane_.divisor);
+  }
 }
 
 }  // namespace plexus::comm

@@ -23,8 +23,9 @@
 // the wire per member: 2(K-1)/K of the block each way.
 //
 // Progress. advance() never blocks: it retires finished steps and posts the next ones.
-// wait_step() waits for one step, finish() for all. The transport progresses every posted request in any wait (transport.h), so a step
-// posted before a blocking intra-host ring moves across the network during it.
+// wait_step() waits for one step, finish() for all. The transport progresses every posted
+// request in any wait (transport.h), so a step posted before a blocking intra-host ring moves
+// across the network during it.
 //
 // Failure: a failed wait may leave requests posted; the lane then leaks its requests and staging
 // on purpose (deliberate_leak.h), as Pipeline does.
@@ -39,6 +40,18 @@
 #include "plexus/plexus.h"
 
 namespace plexus::comm {
+
+// One lane's allreduce on this rank: `count` elements at `block` (in place) over `members`
+// (one rank per host, this rank at index `me`); PLX_AVG divides by `divisor` (> 0) once.
+struct LaneBlock {
+  std::vector<int> members;
+  size_t me = 0;
+  unsigned char* block = nullptr;
+  size_t count = 0;
+  plx_datatype_t datatype = PLX_FLOAT32;
+  plx_red_op_t op = PLX_SUM;
+  size_t divisor = 1;
+};
 
 // A lane's allreduce as a sequence of steps, each at most one send and one receive with message
 // index = the step number; a schedule says what each step posts and what it does once both are
@@ -61,7 +74,8 @@ class Lane {
   bool done() const { return step_ == steps_; }
 
  protected:
-  Lane(Transport& transport, const TagWindow& window, size_t steps, size_t staging_bytes);
+  Lane(Transport& transport, const TagWindow& window, const LaneBlock& lane, size_t steps,
+       size_t staging_bytes);
   // Step step_: posts a receive of recv_bytes from recv_peer into recv_to and a send of
   // send_bytes to send_peer (either skipped when its bytes are 0).
   plx_result_t post(int recv_peer, unsigned char* recv_to, size_t recv_bytes, int send_peer,
@@ -73,6 +87,8 @@ class Lane {
 
   Transport& transport_;
   TagWindow window_;
+  const LaneBlock lane_;
+  const size_t elem_;  // bytes of one element
   size_t steps_;
   size_t step_ = 0;  // the step in flight (== steps_ when done)
 
@@ -88,11 +104,7 @@ class Lane {
 
 class LaneRing final : public Lane {
  public:
-  // Allreduce of `count` elements at `block` (in place) over `members` (ranks in ring order, this
-  // rank at index `me`); PLX_AVG divides by `divisor` (> 0) once.
-  LaneRing(Transport& transport, const TagWindow& window, std::vector<int> members, size_t me,
-           unsigned char* block, size_t count, plx_datatype_t datatype, plx_red_op_t op,
-           size_t divisor);
+  LaneRing(Transport& transport, const TagWindow& window, const LaneBlock& lane);
 
  private:
   plx_result_t post_step() override;
@@ -100,15 +112,6 @@ class LaneRing final : public Lane {
   size_t shard(size_t offset) const;  // (me + K + offset) mod K, offset in -(K-1)..1
   unsigned char* at(size_t shard_index) const;
   size_t bytes_of(size_t shard_index) const;
-
-  std::vector<int> members_;
-  size_t me_;
-  unsigned char* block_;
-  size_t count_;
-  plx_datatype_t datatype_;
-  plx_red_op_t op_;
-  size_t divisor_;
-  size_t elem_;
 };
 
 }  // namespace plexus::comm

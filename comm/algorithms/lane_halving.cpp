@@ -1,8 +1,6 @@
 // lane_halving.cpp - see lane_halving.h.
 #include "comm/algorithms/lane_halving.h"
 
-#include <utility>
-
 #include "comm/algorithms/slices.h"
 #include "comm/reduce/reduce.h"
 
@@ -25,35 +23,25 @@ size_t log2_of(size_t p) {
 
 size_t LaneHalving::steps_for(size_t k) { return 2 * log2_of(floor_power_of_two(k)) + 2; }
 
-LaneHalving::LaneHalving(Transport& transport, const TagWindow& window,
-                         std::vector<int> members, size_t me, unsigned char* block, size_t count,
-                         plx_datatype_t datatype, plx_red_op_t op, size_t divisor)
-    : Lane(transport, window, members.size() < 2 ? 0 : steps_for(members.size()),
-           count * datatype_bytes(datatype)),
-      members_(std::move(members)),
-      me_(me),
-      block_(block),
-      count_(count),
-      datatype_(datatype),
-      op_(op),
-      divisor_(divisor),
-      elem_(datatype_bytes(datatype)),
-      p_(floor_power_of_two(members_.size())),
+LaneHalving::LaneHalving(Transport& transport, const TagWindow& window, const LaneBlock& lane)
+    : Lane(transport, window, lane, lane.members.size() < 2 ? 0 : steps_for(lane.members.size()),
+           lane.count * datatype_bytes(lane.datatype)),
+      p_(floor_power_of_two(lane.members.size())),
       levels_(log2_of(p_)),
-      extra_(members_.size() - p_),
-      sits_out_(me_ < 2 * extra_ && me_ % 2 == 0),
-      place_(me_ < 2 * extra_ ? me_ / 2 : me_ - extra_) {}
+      extra_(lane.members.size() - p_),
+      sits_out_(lane.me < 2 * extra_ && lane.me % 2 == 0),
+      place_(lane.me < 2 * extra_ ? lane.me / 2 : lane.me - extra_) {}
 
 int LaneHalving::member_at(size_t w) const {
-  return members_[w < extra_ ? 2 * w + 1 : w + extra_];
+  return lane_.members[w < extra_ ? 2 * w + 1 : w + extra_];
 }
 
 unsigned char* LaneHalving::at(size_t first) const {
-  return block_ + Blocks{count_, p_}.begin(first) * elem_;
+  return lane_.block + Blocks{lane_.count, p_}.begin(first) * elem_;
 }
 
 size_t LaneHalving::bytes_of(size_t first, size_t n) const {
-  return Blocks{count_, p_}.span(first, first + n) * elem_;
+  return Blocks{lane_.count, p_}.span(first, first + n) * elem_;
 }
 
 void LaneHalving::halves(size_t k, size_t* kept, size_t* sent) const {
@@ -66,12 +54,13 @@ void LaneHalving::halves(size_t k, size_t* kept, size_t* sent) const {
 plx_result_t LaneHalving::post_step() {
   const size_t t = step_, last = 2 * levels_ + 1;
   if (t == 0 || t == last) {  // the members outside the halving: their whole block
-    if (extra_ == 0 || me_ >= 2 * extra_) return PLX_SUCCESS;
-    const size_t bytes = count_ * elem_;
+    const size_t me = lane_.me;
+    if (extra_ == 0 || me >= 2 * extra_) return PLX_SUCCESS;
+    const size_t bytes = lane_.count * elem_;
     const bool gives = (t == 0) == sits_out_;  // step 0: the even one gives; last: the odd one
-    const int partner = members_[sits_out_ ? me_ + 1 : me_ - 1];
-    if (gives) return post(partner, nullptr, 0, partner, block_, bytes);
-    return post(partner, t == 0 ? staging() : block_, bytes, partner, nullptr, 0);
+    const int partner = lane_.members[sits_out_ ? me + 1 : me - 1];
+    if (gives) return post(partner, nullptr, 0, partner, lane_.block, bytes);
+    return post(partner, t == 0 ? staging() : lane_.block, bytes, partner, nullptr, 0);
   }
   if (sits_out_) return PLX_SUCCESS;
   if (t <= levels_) {  // reduce-scatter, step k = t: keep one half, send the other
@@ -90,8 +79,8 @@ plx_result_t LaneHalving::post_step() {
 void LaneHalving::complete_step() {
   const size_t t = step_;
   if (t == 0) {
-    if (extra_ > 0 && me_ < 2 * extra_ && !sits_out_) {
-      reduce_into(block_, staging(), count_, datatype_, op_);
+    if (extra_ > 0 && lane_.me < 2 * extra_ && !sits_out_) {
+      reduce_into(lane_.block, staging(), lane_.count, lane_.datatype, lane_.op);
     }
     return;
   }
@@ -100,8 +89,10 @@ void LaneHalving::complete_step() {
   halves(t, &kept, &sent);
   const size_t d = p_ >> t;
   const size_t count = bytes_of(kept, d) / elem_;
-  reduce_into(at(kept), staging(), count, datatype_, op_);
-  if (t == levels_ && op_ == PLX_AVG) divide_by(at(kept), count, datatype_, divisor_);
+  reduce_into(at(kept), staging(), count, lane_.datatype, lane_.op);
+  if (t == levels_ && lane_.op == PLX_AVG) {
+    divide_by(at(kept), count, lane_.datatype, lane_.divisor);
+  }
 }
 
 }  // namespace plexus::comm

@@ -34,7 +34,6 @@
 #pragma once
 
 #include <cstddef>
-#include <vector>
 
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/hierarchical_pipeline.h"
@@ -45,11 +44,7 @@ namespace plexus::comm {
 
 class LaneHalving final : public Lane {
  public:
-  // Allreduce of `count` elements at `block` (in place) over `members` (this rank at index
-  // `me`); PLX_AVG divides by `divisor` (> 0) once.
-  LaneHalving(Transport& transport, const TagWindow& window, std::vector<int> members, size_t me,
-              unsigned char* block, size_t count, plx_datatype_t datatype, plx_red_op_t op,
-              size_t divisor);
+  LaneHalving(Transport& transport, const TagWindow& window, const LaneBlock& lane);
 
   // Steps (messages each way) of a lane of k members: 2 log2 P + 2.
   static size_t steps_for(size_t k);
@@ -65,14 +60,6 @@ class LaneHalving final : public Lane {
   // Step k of the reduce-scatter (1..L): the first shard of the half kept and of the half sent.
   void halves(size_t k, size_t* kept, size_t* sent) const;
 
-  std::vector<int> members_;
-  size_t me_;
-  unsigned char* block_;
-  size_t count_;
-  plx_datatype_t datatype_;
-  plx_red_op_t op_;
-  size_t divisor_;
-  size_t elem_;
   size_t p_;           // P
   size_t levels_;      // L = log2 P
   size_t extra_;       // r = K - P
