@@ -148,9 +148,8 @@ size_t segment_count(const Call& c) {
   const size_t step_bytes = c.args.lane_step_bytes > 0
                                 ? c.args.lane_step_bytes
                                 : hierarchical_lane_step_bytes(c.args.chunk_bytes, 0, 0, 0, 1);
-  // Halving lanes: a block of two steps, so that the first (largest) halving message is one.
   const size_t target_bytes = hierarchical_segment_bytes(
-      step_bytes, lanes, c.args.lane_halving ? size_t{2} : static_cast<size_t>(c.hosts));
+      step_bytes, lanes, lane_steps_per_block(c.args.lane_halving, static_cast<size_t>(c.hosts)));
   size_t segments = (c.args.count * c.elem + target_bytes - 1) / target_bytes;
   segments = std::min({segments, c.args.count / lanes,
                        hierarchical_max_segments(lanes, static_cast<size_t>(c.hosts))});

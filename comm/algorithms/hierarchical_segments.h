@@ -4,7 +4,9 @@
 // pipelines what the algorithm does.
 //
 // A segment is about M K s bytes for M lanes and K hosts, so that each step of a lane's ring (a
-// K-th of the segment's block of one lane) moves about s, the lane step. With alpha_e and
+// K-th of the segment's block of one lane) moves about s, the lane step; with halving lanes
+// (lane_halving.h) M 2 s, so that the first and largest halving message (half the block) is
+// one step. With alpha_e and
 // beta_e the network's latency and inverse bandwidth between hosts (the cost model's), E the
 // transport's eager limit (Transport::eager_bytes, 0 where unknown), D = kHierarchicalDepth + 1
 // the segments in flight and l = ceil(M / links) the lanes that share one of a host's links:
@@ -81,17 +83,24 @@ inline size_t lanes_per_link(size_t lanes, size_t links) {
 
 // The most segments for `lanes` lanes (M) across `hosts` hosts (K): kMaxHierarchicalSegments,
 // and few enough that each of a segment's M + 2 tag windows (group_ring.h) holds a lane ring's
-// 2(K-1) messages and an intra-host ring's pieces. At least 1.
+// 2(K-1) messages (halving lanes' 2 log2 K + 2 are fewer) and an intra-host ring's pieces. At
+// least 1.
 inline size_t hierarchical_max_segments(size_t lanes, size_t hosts) {
   const size_t window = std::max<size_t>({2 * hosts, 4 * lanes, 64});
   const size_t by_tags = static_cast<size_t>(kTagIndexLimit) / ((lanes + 2) * window);
   return std::max<size_t>(std::min(kMaxHierarchicalSegments, by_tags), 1);
 }
 
-// Bytes per segment for `lanes` lanes (M) across `hosts` hosts (K) with a lane step of
-// `step_bytes`: M K s.
-inline size_t hierarchical_segment_bytes(size_t step_bytes, size_t lanes, size_t hosts) {
-  return std::max<size_t>(step_bytes, 1) * lanes * hosts;
+// Lane steps in one lane's block of a segment: K for the ring, 2 for halving lanes.
+inline size_t lane_steps_per_block(bool lane_halving, size_t hosts) {
+  return lane_halving ? 2 : hosts;
+}
+
+// Bytes per segment for `lanes` lanes (M) with `steps_per_block` lane steps in each lane's block
+// (lane_steps_per_block) and a lane step of `step_bytes`: M K s, or M 2 s.
+inline size_t hierarchical_segment_bytes(size_t step_bytes, size_t lanes,
+                                         size_t steps_per_block) {
+  return std::max<size_t>(step_bytes, 1) * lanes * steps_per_block;
 }
 
 }  // namespace plexus::comm

@@ -165,13 +165,15 @@ struct Hier {
     return parts;
   }
   // The lanes' schedule the run uses (hierarchical_lanes_halve): halving where it is clearly
-  // faster (kHalvingGain); never with one lane (the run is the flat ring then) or for K = 2,
-  // where both move the same bytes in the same two steps.
+  // faster (kHalvingGain); never with one lane (the run is the flat ring then), for K = 2, where
+  // both move the same bytes in the same two steps, or with one-level parameters (the price has
+  // one segment there, S = 1, while the run still cuts the vector by the lane step: the ring's
+  // slices(y/K) latencies stand for its segments, halving's price would have none).
   HierarchicalAllreduceParts allreduce_parts(double m) const {
     const HierarchicalAllreduceParts ring = allreduce_parts(m, false);
-    if (s.hosts <= 2 || s.max_local < 2) return ring;
+    if (s.hosts <= 2 || s.max_local < 2 || !p.shared_link) return ring;
     const HierarchicalAllreduceParts halving = allreduce_parts(m, true);
-    return halving.total() < kHalvingGain * ring.total() ? halving : ring;
+    return halving.total() <= kHalvingGain * ring.total() ? halving : ring;
   }
   double allreduce(double m) const { return allreduce_parts(m).total(); }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
@@ -184,7 +186,7 @@ struct Hier {
     const size_t step = hierarchical_lane_step_bytes(s, c, p.alpha_inter, p.beta_inter);
     const double bytes = static_cast<double>(hierarchical_segment_bytes(
         step, static_cast<size_t>(s.max_local),
-        halving ? size_t{2} : static_cast<size_t>(s.hosts)));
+        lane_steps_per_block(halving, static_cast<size_t>(s.hosts))));
     return std::clamp(std::ceil(m / bytes), 1.0,
                       static_cast<double>(hierarchical_max_segments(
                           static_cast<size_t>(s.max_local), static_cast<size_t>(s.hosts))));

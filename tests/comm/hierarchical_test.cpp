@@ -204,6 +204,7 @@ std::vector<Call> halving_calls(const World& world) {
   comm::parse_cost_model(kTwoLevelModel, 0, &params);
   comm::CostShape shape = comm::cost_shape(comm::host_layout(world.hosts));
   shape.peer_memory = true;
+  shape.eager_bytes = 16384 - 128;  // tcp;ofi_rxm's default, as the communicator reads it
   std::vector<Call> calls;
   size_t t = 0;
   const plx_datatype_t types[] = {PLX_FLOAT32, PLX_INT64, PLX_BFLOAT16};

@@ -9,7 +9,7 @@
 // 1 and 2 (fewer elements than lanes: empty blocks) in one slice and 1009 (prime) in 64-byte
 // slices; roots rotate over the ranks; guard bytes around every buffer. A large count and eager
 // sends (ranks running ahead into later phases and calls) on the uneven layouts. The allreduce
-// with halving lanes on 3 to 7 hosts.
+// with halving lanes on 3 to 9 hosts.
 //
 // Expected values are the closed forms of tests/comm/collective_reference.h, exact in every
 // datatype whatever the combining order, so the check is bit for bit; a failure names the
@@ -293,27 +293,34 @@ TEST(HierarchicalEager, RanksRunAheadIntoLaterPhases) {
   }
 }
 
-// Halving lanes on 3 to 7 hosts: a power of two (4), one host (3, 5) and three hosts (7) outside
-// the halving, hosts of uneven sizes (lanes with holders on some hosts only), interleaved hosts;
-// every datatype and op in and out of place, then eager sends (ranks running ahead).
-TEST(HierarchicalHalving, EveryDatatypeOpAndPlacementOnThreeToSevenHosts) {
-  const Algorithm halving{"hierarchical_allreduce_halving_lanes", Kind::Allreduce, halving_lanes};
-  const Layout layouts[] = {
-      {"3x2", {"A", "A", "B", "B", "C", "C"}},
-      {"4x2", {"A", "A", "B", "B", "C", "C", "D", "D"}},
-      {"5x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E"}},
-      {"7x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E", "F", "F", "G", "G"}},
-      {"uneven_2p3p1p2", {"A", "A", "B", "B", "B", "C", "D", "D"}},
-      {"interleaved_3x2", {"A", "B", "C", "A", "B", "C"}},
-  };
-  for (const Layout& l : layouts) {
-    const int n = static_cast<int>(l.host_ids.size());
-    run_cases(halving, l, matrix(halving, n));
-    const std::vector<Case> eager = {{{1009, PLX_FLOAT32, PLX_SUM, false, 64, 0}},
-                                     {{5, PLX_BFLOAT16, PLX_AVG, true, 64, 0}},
-                                     {{(size_t{1} << 14) + 3, PLX_INT64, PLX_MAX, true, 4096, 0}}};
-    run_cases(halving, l, eager, /*eager_bytes=*/1 << 12);
+// Halving lanes on 3 to 9 hosts: powers of two (4, 8: three halving levels), one host (3, 5, 9)
+// and three hosts (7) outside the halving, hosts of uneven sizes (lanes with holders on some
+// hosts only), interleaved hosts.
+const Algorithm kHalving{"hierarchical_allreduce_halving_lanes", Kind::Allreduce, halving_lanes};
+const Layout kHalvingLayouts[] = {
+    {"3x2", {"A", "A", "B", "B", "C", "C"}},
+    {"4x2", {"A", "A", "B", "B", "C", "C", "D", "D"}},
+    {"5x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E"}},
+    {"7x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E", "F", "F", "G", "G"}},
+    {"8x2", {"A", "A", "B", "B", "C", "C", "D", "D", "E", "E", "F", "F", "G", "G", "H", "H"}},
+    {"9_hosts", {"A", "A", "B", "C", "D", "E", "F", "G", "H", "I"}},
+    {"uneven_2p3p1p2", {"A", "A", "B", "B", "B", "C", "D", "D"}},
+    {"interleaved_3x2", {"A", "B", "C", "A", "B", "C"}},
+};
+
+// Every datatype and op, in and out of place (counts 1 and 2 leave shards empty).
+TEST(HierarchicalHalving, EveryDatatypeOpAndPlacementOnThreeToNineHosts) {
+  for (const Layout& l : kHalvingLayouts) {
+    run_cases(kHalving, l, matrix(kHalving, static_cast<int>(l.host_ids.size())));
   }
+}
+
+// Eager sends: ranks run ahead into later steps, segments and calls.
+TEST(HierarchicalHalving, EagerSendsRunAheadOnThreeToNineHosts) {
+  const std::vector<Case> eager = {{{1009, PLX_FLOAT32, PLX_SUM, false, 64, 0}},
+                                   {{5, PLX_BFLOAT16, PLX_AVG, true, 64, 0}},
+                                   {{(size_t{1} << 14) + 3, PLX_INT64, PLX_MAX, true, 4096, 0}}};
+  for (const Layout& l : kHalvingLayouts) run_cases(kHalving, l, eager, /*eager_bytes=*/1 << 12);
 }
 
 // With NULL hosts every algorithm runs as on one host.

@@ -228,7 +228,8 @@ TEST(TwoLevelModelTest, HierarchicalAllreduceMatchesHandValue) {
 }
 
 // The lanes' schedule (hierarchical_cost.h): recursive halving and doubling where its fewer
-// latencies win by 10 % or more, the ring otherwise, and the ring on two hosts.
+// latencies win by 10 % or more, the ring otherwise, and the ring on two hosts and with
+// one-level parameters.
 TEST(TwoLevelModelTest, LanesHalveWhereTheirLatenciesOutweighTheRingsBytes) {
   // 4x2, m = 1000, no slicing: M = 2 lanes of y = 500 sharing one link (lane_beta(B) = 20 B),
   // intra phases and boundaries 760 + 510 + 20 as on 2x2 above.
@@ -264,6 +265,16 @@ TEST(TwoLevelModelTest, LanesHalveWhereTheirLatenciesOutweighTheRingsBytes) {
   // One rank per host runs the flat ring; one host has no lanes.
   EXPECT_FALSE(hierarchical_lanes_halve(2, shape_of({"A", "B", "C", "D"}), kTwo, 0));
   EXPECT_FALSE(hierarchical_lanes_halve(2, shape_of({"A", "A", "A", "A"}), kTwo, 0));
+  // One-level parameters price one segment where the run cuts several: never halving.
+  EXPECT_FALSE(hierarchical_lanes_halve(2, four, CostParams{10, 1, 0.5}, 16384));
+  EXPECT_FALSE(hierarchical_lanes_halve(2, four, CostParams{10, 1, 0.5}, 0));
+  // Sliced, halving segments hold two lane steps per lane, the ring's K: with a 1 KiB chunk (the
+  // lane step here: 8 alpha / beta is 80 bytes, the floor 256 KiB), 64 KiB on 4x2 is 16
+  // segments of 4 KiB against the ring's 8 of 8 KiB.
+  EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(65536, four, two, 1024, true).segments, 16);
+  EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(65536, four, two, 1024, false).segments, 8);
+  EXPECT_EQ(lane_steps_per_block(true, 4), 2u);
+  EXPECT_EQ(lane_steps_per_block(false, 4), 4u);
 }
 
 // The pipelined allreduce's lane step (hierarchical_segments.h), shared by the algorithm and
