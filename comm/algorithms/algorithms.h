@@ -114,6 +114,9 @@ struct CollArgs {
   // Whether its lanes run recursive halving and doubling (lane_halving.h) instead of the ring
   // (the cost model's choice, hierarchical_cost.h; the same on every rank).
   bool lane_halving = false;
+  // The slice of its intra-host rings (hierarchical_segments.h hierarchical_intra_slice_bytes;
+  // 0: chunk_bytes).
+  size_t intra_chunk_bytes = 0;
   // The slice of a flat algorithm between hosts (cost_model.h flat_slice_bytes; 0: chunk_bytes):
   // the hierarchical allreduce's ring when every host has one rank.
   size_t network_chunk_bytes = 0;

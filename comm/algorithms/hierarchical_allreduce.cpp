@@ -172,6 +172,8 @@ plx_result_t advance_all(std::deque<Segment>& flight) {
 // Steps 1, 2 and 3 per segment, overlapped (see the header comment).
 plx_result_t pipelined(const Call& c, uint64_t tag_base) {
   const CollArgs& args = c.args;
+  // Steps 1 and 3 slice their rings (without peer memory) as the cost model does.
+  const size_t intra_chunk = args.intra_chunk_bytes > 0 ? args.intra_chunk_bytes : args.chunk_bytes;
   auto* out = static_cast<unsigned char*>(args.recvbuf);
   const size_t lanes = static_cast<size_t>(c.lanes);
   const Blocks segments{args.count, segment_count(c)};
@@ -197,7 +199,7 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
     const RingGroup intra =
         intra_group(c, segments.begin(oldest.index), segments.size(oldest.index));
     PLX_CHECK(host_allgather(c.transport, window(oldest.index, per_segment - 1), intra,
-                             args.peers, args.datatype, args.chunk_bytes, kName, &idle));
+                             args.peers, args.datatype, intra_chunk, kName, &idle));
     flight.pop_front();
     return advance_all(flight);
   };
@@ -206,7 +208,7 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
     const size_t first = segments.begin(s), count = segments.size(s);
     // 1. Intra-host reduce-scatter of segment s.
     PLX_CHECK(host_reduce_scatter(c.transport, window(s, 0), intra_group(c, first, count),
-                                  args.peers, args.datatype, args.op, 0, args.chunk_bytes, kName,
+                                  args.peers, args.datatype, args.op, 0, intra_chunk, kName,
                                   &idle));
     // 2. Its lanes' rings between the hosts, posted; they progress while the host works.
     Segment segment{s, {}};

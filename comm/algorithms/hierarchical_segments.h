@@ -75,6 +75,26 @@ inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inte
   return std::max<size_t>(std::min(chunk_bytes, step), 1);
 }
 
+// The slice of the pipelined allreduce's intra-host rings (steps 1 and 3 without peer memory):
+// chunk_bytes, or more where the host's link is fast against its latency, so that a slice moves
+// at least kLaneStepLatencies of its latencies' worth of bytes (8 alpha_i / beta_i), at most
+// kMaxIntraSliceBytes; as the lane step and the flat slice across hosts follow theirs. On NVLink
+// (p5: 2 us, 450 GB/s) that is 7.2 MB: with 1 MiB slices the model's latency per slice was as
+// large as its bytes, and p5's predictions sat at half their bound. On a CPU host's shared
+// memory or loopback 8 alpha / beta is below the 1 MiB chunk (this VM: 120 kB), which stays.
+// chunk_bytes 0 (no slicing), or alpha or beta not positive, leave chunk_bytes.
+constexpr size_t kMaxIntraSliceBytes = size_t{64} << 20;
+inline size_t hierarchical_intra_slice_bytes(size_t chunk_bytes, double alpha_intra_s,
+                                             double beta_intra_s_per_byte) {
+  if (chunk_bytes == 0 || !(alpha_intra_s > 0) || !(beta_intra_s_per_byte > 0)) {
+    return chunk_bytes;
+  }
+  const double latency_bytes =
+      std::min(kLaneStepLatencies * alpha_intra_s / beta_intra_s_per_byte,
+               static_cast<double>(kMaxIntraSliceBytes));
+  return std::max(chunk_bytes, static_cast<size_t>(latency_bytes));
+}
+
 // l above: the lanes (M, the most ranks on a host) that share one of a host's `links` links.
 inline size_t lanes_per_link(size_t lanes, size_t links) {
   const size_t used = std::max<size_t>(std::min(std::max<size_t>(links, 1), lanes), 1);

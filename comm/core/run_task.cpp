@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/algorithms/deliberate_leak.h"
+#include "comm/algorithms/hierarchical_segments.h"
 #include "comm/algorithms/shm_registered.h"
 #include "comm/core/algorithm_choice.h"
 #include "comm/core/communicator.h"
@@ -249,6 +250,8 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   if (chosen.id == AlgorithmId::AllreduceHierarchical) {
     a.lane_halving = hierarchical_lanes_halve(a.count * datatype_bytes(a.datatype),
                                               comm->cost_shape, comm->cost, comm->chunk_bytes);
+    a.intra_chunk_bytes = hierarchical_intra_slice_bytes(comm->chunk_bytes, comm->cost.alpha_s,
+                                                         comm->cost.beta_s_per_byte);
   }
   if (!is_hierarchical(chosen.id)) {
     // A flat algorithm (or a shm one's flat fallback) across hosts slices at the network's

@@ -93,14 +93,15 @@ struct Hier {
   }
 
   // The slowest host's intra-host ring, [PY]: L-1 steps of a part made of `pieces(L)` pieces
-  // of `piece` bytes each (every piece sliced on its own); reducing adds g per byte.
+  // of `piece` bytes each (every piece sliced on its own, in slices of `slice` bytes); reducing
+  // adds g per byte.
   template <typename Pieces>
-  PhaseCost intra_ring(double piece, Pieces pieces, bool reduces) const {
+  PhaseCost intra_ring(double piece, Pieces pieces, bool reduces, size_t slice) const {
     PhaseCost worst;
     for (const int L : s.local_sizes) {
       if (L < 2) continue;
       const double steps = L - 1, n = pieces(L);
-      const PhaseCost ring{steps * n * slices(piece, c) * p.alpha_intra,
+      const PhaseCost ring{steps * n * slices(piece, slice) * p.alpha_intra,
                            steps * n * piece * p.beta_intra,
                            reduces ? steps * n * piece * p.gamma : 0.0};
       if (ring.total() > worst.total()) worst = ring;
@@ -110,12 +111,13 @@ struct Hier {
   double boundary() const { return s.max_local > 1 ? p.alpha_intra : 0; }
 
   // An intra-host reduce-scatter (reduces) or allgather whose part on a host of L ranks is
-  // pieces(L) pieces of `piece` bytes, out of a group vector of `total` bytes: the ring, or
-  // with peer memory the header's formulas (the copies counted as bytes moved), the slowest
-  // host counting.
+  // pieces(L) pieces of `piece` bytes, out of a group vector of `total` bytes: the ring (in
+  // slices of `ring_slice`, the chunk but for the pipelined allreduce's), or with peer memory
+  // the header's formulas (the copies counted as bytes moved), the slowest host counting.
   template <typename Pieces>
-  PhaseCost intra(double piece, Pieces pieces, double total, bool reduces) const {
-    if (!s.peer_memory) return intra_ring(piece, pieces, reduces);
+  PhaseCost intra(double piece, Pieces pieces, double total, bool reduces,
+                  size_t ring_slice) const {
+    if (!s.peer_memory) return intra_ring(piece, pieces, reduces, ring_slice);
     const size_t slot = c == 0 ? 0 : (c + 4095) / 4096 * 4096;
     const double k = slices(total, slot);
     PhaseCost worst;
@@ -159,8 +161,10 @@ struct Hier {
     parts.in_flight = std::min(S, static_cast<double>(kHierarchicalDepth + 1));
     parts.lane_halving = halving;
     parts.network = lanes(y, halving);
-    parts.reduce_scatter = intra(y, blocks, M() * y, true);
-    parts.allgather = intra(y, blocks, M() * y, false);
+    // The pipelined allreduce's intra-host rings slice by hierarchical_intra_slice_bytes.
+    const size_t slice = hierarchical_intra_slice_bytes(c, p.alpha_intra, p.beta_intra);
+    parts.reduce_scatter = intra(y, blocks, M() * y, true, slice);
+    parts.allgather = intra(y, blocks, M() * y, false, slice);
     parts.boundaries = 2 * boundary();
     return parts;
   }
@@ -197,13 +201,13 @@ struct Hier {
     const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
     const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter +
                          lane_beta((K() - 1) * b) + q() * (K() - 1) * b * p.gamma;
-    return intra(b, blocks, s.nranks * b, true).total() + inter + boundary();
+    return intra(b, blocks, s.nranks * b, true, c).total() + inter + boundary();
   }
   // [TH]: the mirror of reduce_scatter, without the reduction.
   double allgather(double b) const {
     const auto blocks = [&](int L) { return std::ceil(M() / L) * K(); };
     const double inter = q() * (K() - 1) * slices(b, c) * p.alpha_inter + lane_beta((K() - 1) * b);
-    return inter + intra(b, blocks, s.nranks * b, false).total() + boundary();
+    return inter + intra(b, blocks, s.nranks * b, false, c).total() + boundary();
   }
   // [CHPV], host_tree.h: a pipeline of k = slices(m) slices of x = m/k takes the sum of its
   // stages for the first slice plus k - 1 times its slowest stage. The stages: the network hops

@@ -277,6 +277,33 @@ TEST(TwoLevelModelTest, LanesHalveWhereTheirLatenciesOutweighTheRingsBytes) {
   EXPECT_EQ(lane_steps_per_block(false, 4), 4u);
 }
 
+// The pipelined allreduce's intra-host ring slice (hierarchical_segments.h): the chunk, or 8
+// latencies' worth of bytes where that is more, at most 64 MiB.
+TEST(TwoLevelModelTest, IntraHostSliceFollowsTheHostsLinkAsTheLaneStepDoes) {
+  constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+  // NVLink (2 us, 450 GB/s): 7.2 MB.
+  EXPECT_NEAR(static_cast<double>(hierarchical_intra_slice_bytes(MiB, 2e-6, 1 / 450e9)), 7.2e6,
+              1);
+  // This VM's shared memory (2.05 us, 0.136 ns/B): 120 kB, below the chunk, which stays.
+  EXPECT_EQ(hierarchical_intra_slice_bytes(MiB, 2.05e-6, 0.136e-9), MiB);
+  // A larger chunk wins; no slicing stays none; unknown or absurd parameters leave the chunk or
+  // stop at 64 MiB.
+  EXPECT_EQ(hierarchical_intra_slice_bytes(16 * MiB, 2e-6, 1 / 450e9), 16 * MiB);
+  EXPECT_EQ(hierarchical_intra_slice_bytes(0, 2e-6, 1 / 450e9), 0u);
+  EXPECT_EQ(hierarchical_intra_slice_bytes(MiB, 0, 1e-9), MiB);
+  EXPECT_EQ(hierarchical_intra_slice_bytes(MiB, 1, 1e-30), kMaxIntraSliceBytes);
+  // The allreduce's intra rings are priced in those slices: 2x2 without peer memory, chunk
+  // 64 bytes, alpha_i 100, beta_i 1 (800-byte slices). The lane step is the 64-byte chunk, so
+  // 1000 bytes are 4 segments of 2 blocks of 125 bytes: one slice per ring step, not two.
+  const CostShape two = shape_of({"A", "A", "B", "B"});
+  const TwoLevelParams p{.alpha_intra = 100, .beta_intra = 1, .alpha_inter = 100,
+                         .beta_inter = 10, .gamma = 0.5, .shared_link = true};
+  const HierarchicalAllreduceParts parts = hierarchical_allreduce_parts(1000, two, p, 64, false);
+  EXPECT_DOUBLE_EQ(parts.segments, 4);
+  EXPECT_DOUBLE_EQ(parts.reduce_scatter.latency, 100);
+  EXPECT_DOUBLE_EQ(parts.allgather.latency, 100);
+}
+
 // The pipelined allreduce's lane step (hierarchical_segments.h), shared by the algorithm and
 // the model: one eager message where D l E beta_e >= 8 alpha_e (D = 3 segments in flight, l
 // lanes per link, E the eager limit), else min(chunk, max(256 KiB, 8 alpha_e / beta_e)).
