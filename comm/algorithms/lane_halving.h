@@ -9,7 +9,8 @@
 // and the blocks small (where it prices at most 0.9 of the ring): on 128 p5 hosts a 16 MiB
 // allreduce pays 254 lane latencies in the ring.
 //
-// P = the largest power of two <= K, r = K - P. Member i's place v in the halving:
+// P = the largest power of two <= K, r = K - P. Member i's place v in the halving (Fold of
+// block_exchange.h, the odd member of each pair surviving, as in recursive halving):
 //
 //   i < 2r, i even:  sits out (v = none); i < 2r, i odd: v = i / 2;   i >= 2r: v = i - r
 //
@@ -35,6 +36,7 @@
 
 #include <cstddef>
 
+#include "comm/algorithms/block_exchange.h"
 #include "comm/algorithms/group_ring.h"
 #include "comm/algorithms/hierarchical_pipeline.h"
 #include "comm/transport/transport.h"
@@ -52,19 +54,18 @@ class LaneHalving final : public Lane {
  private:
   plx_result_t post_step() override;
   void complete_step() override;
-  // The member at place w of the halving.
-  int member_at(size_t w) const;
+  // The member at place v of the halving.
+  int member_at(size_t v) const;
   // Shards [first, first + n) of the block: where they start, their bytes.
   unsigned char* at(size_t first) const;
   size_t bytes_of(size_t first, size_t n) const;
-  // Step k of the reduce-scatter (1..L): the first shard of the half kept and of the half sent.
-  void halves(size_t k, size_t* kept, size_t* sent) const;
+  // Step k of the reduce-scatter (1..L): the halves of v's current range (block_exchange.h).
+  Halving halves(size_t k) const;
 
-  size_t p_;           // P
-  size_t levels_;      // L = log2 P
-  size_t extra_;       // r = K - P
-  bool sits_out_;      // an even member below 2r
-  size_t place_;       // v (unused when sits_out_)
+  // The fold of the members onto P (block_exchange.h), the odd member of each pair absorbing.
+  Fold fold_;
+  bool sits_out_;  // folded away
+  size_t place_;   // v (0 when sits_out_)
 };
 
 }  // namespace plexus::comm

@@ -142,7 +142,8 @@ struct Hier {
       return PhaseCost{q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter,
                        lane_beta(2 * (K() - 1) / K() * y), q() * (K() - 1) / K() * y * p.gamma};
     }
-    const double P = std::exp2(std::floor(std::log2(K()))), L = std::log2(P);
+    const int pow2 = floor_pow2(s.hosts);
+    const double P = pow2, L = ceil_log2(pow2);
     const double extra = K() > P ? 1 : 0;
     return PhaseCost{q() * (2 * L + 2 * extra) * p.alpha_inter,
                      lane_beta(2 * (P - 1) / P * y + 2 * extra * y),
