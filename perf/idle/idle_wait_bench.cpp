@@ -9,8 +9,9 @@
 // wait. Each waiting rank measures its process CPU time (getrusage RUSAGE_SELF: user + system)
 // and the wall time across its call; how much later than rank 0's measured sleep that call
 // returned ("late") is what waking up costs it (with the collective's own latency). Rank 0
-// prints one row per rank and round and the largest share, with what shapes it: ranks on this host against the CPUs this process may run on
-// (sched_getaffinity; more ranks than CPUs is oversubscribed), and the transport.
+// prints one row per rank and round and the largest share, with what shapes it: ranks on this
+// host against the CPUs this process may run on (sched_getaffinity; more ranks than CPUs is
+// oversubscribed), and the transport.
 // A figure to read, never a pass/fail: docs/performance.md records it. Exit codes: 0 done,
 // 1 a failed Plexus call (its message printed), 2 bad usage.
 #include <sched.h>
