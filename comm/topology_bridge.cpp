@@ -250,7 +250,8 @@ std::optional<HierarchicalPhases> TopologyCostModel::explain_hierarchical_allred
                             seconds(parts->reduce_scatter), seconds(parts->allgather),
                             seconds(parts->network), parts->boundaries,
                             parts->network_stage(),          parts->total(),
-                            parts->lane_halving};
+                            parts->lane_halving,
+                            static_cast<double>(parts->lane_step_bytes)};
 }
 
 double bus_factor(std::string_view collective, int nranks) {

@@ -67,6 +67,7 @@ struct HierarchicalPhases {
   double network_stage = 0;
   double seconds = 0;
   bool lane_halving = false;  // the lanes run recursive halving and doubling, not the ring
+  double lane_step_bytes = 0;  // the lane step the segments are cut for (hierarchical_segments.h)
   double host() const { return reduce_scatter.total() + allgather.total(); }
 };
 

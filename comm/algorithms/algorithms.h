@@ -108,7 +108,8 @@ struct CollArgs {
   const size_t* rdispls = nullptr;
   // Largest message slice the pipelined algorithms cut (PLEXUS_CHUNK_BYTES).
   size_t chunk_bytes = size_t{1} << 20;
-  // The pipelined hierarchical allreduce's lane step (hierarchical_segments.h; 0: derived from
+  // The pipelined hierarchical allreduce's lane step (hierarchical_segments.h; the cost model's
+  // plan, cost_model.h hierarchical_lane_plan, the same on every rank; 0: derived from
   // chunk_bytes alone, as without a two-level cost model).
   size_t lane_step_bytes = 0;
   // Whether its lanes run recursive halving and doubling (lane_halving.h) instead of the ring

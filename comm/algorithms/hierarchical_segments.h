@@ -24,11 +24,16 @@
 // 1 Gbit/s: 141 ms for 16 MiB against 178 with the floor.
 //
 // The second rule, for fast links with a high latency against their rate (p5's 400 Gbit/s
-// links at 10 us: 4 MB, so the step stays at the chunk) or a transport without an eager limit:
+// links at 10 us: 4 MB, so the step is the chunk, which the plan below may lengthen) or a
+// transport without an eager limit:
 // 8 alpha_e / beta_e bytes spend at most a ninth of a step in latency and the 2(K-1) steps of
 // each segment's ring remain bandwidth-bound; the floor keeps a slow link's steps from being
 // many small rendezvous messages (on the emulated cluster before the eager rule: 66-73 % of the
 // link bound with 1 MiB steps at 2 Gbit/s, 79-90 % with 256 KiB, 73-84 % with 128 KiB).
+//
+// Where the second rule caps s at the chunk on an RDMA-class link (hierarchical_lane_step_limit
+// below), the cost model may take a longer step for a long vector: s times a power of two, at
+// most kMaxLaneStepBytes, whichever it prices fastest.
 #pragma once
 
 #include <algorithm>
@@ -52,27 +57,71 @@ constexpr size_t kMinLaneStepBytes = size_t{256} << 10;
 // flight on a link cover as many.
 constexpr double kLaneStepLatencies = 8;
 
+// The longest lane step the cost model may choose (hierarchical_lane_step_limit).
+constexpr size_t kMaxLaneStepBytes = size_t{16} << 20;
+
+// Whether the first rule above holds: measured link parameters, a known eager limit, and D l E
+// eager bytes in flight on a link cover kLaneStepLatencies of its latencies.
+inline bool hierarchical_lane_steps_eager(double alpha_inter_s, double beta_inter_s_per_byte,
+                                          size_t eager_bytes, size_t lanes_per_link) {
+  if (!(alpha_inter_s > 0) || !(beta_inter_s_per_byte > 0) || eager_bytes == 0) return false;
+  const double in_flight = static_cast<double>(kHierarchicalDepth + 1) *
+                           static_cast<double>(std::max<size_t>(lanes_per_link, 1)) *
+                           static_cast<double>(eager_bytes);
+  return in_flight * beta_inter_s_per_byte >= kLaneStepLatencies * alpha_inter_s;
+}
+
+// 8 alpha_e / beta_e in bytes (0 where the link is not measured).
+inline double hierarchical_lane_latency_bytes(double alpha_inter_s,
+                                              double beta_inter_s_per_byte) {
+  if (!(alpha_inter_s > 0) || !(beta_inter_s_per_byte > 0)) return 0;
+  return std::min(kLaneStepLatencies * alpha_inter_s / beta_inter_s_per_byte, 1e15);
+}
+
 // The lane step s above, in bytes (>= 1). alpha_inter_s and beta_inter_s_per_byte of 0 (no
 // two-level cost model) leave the floor; eager_bytes 0 (unknown) the second rule;
 // lanes_per_link is l (at least 1).
 inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inter_s,
                                            double beta_inter_s_per_byte, size_t eager_bytes,
                                            size_t lanes_per_link) {
-  const bool measured = alpha_inter_s > 0 && beta_inter_s_per_byte > 0;
-  if (measured && eager_bytes > 0) {
-    const double in_flight = static_cast<double>(kHierarchicalDepth + 1) *
-                             static_cast<double>(std::max<size_t>(lanes_per_link, 1)) *
-                             static_cast<double>(eager_bytes);
-    if (in_flight * beta_inter_s_per_byte >= kLaneStepLatencies * alpha_inter_s) {
-      return std::max<size_t>(std::min(chunk_bytes, eager_bytes), 1);
-    }
+  if (hierarchical_lane_steps_eager(alpha_inter_s, beta_inter_s_per_byte, eager_bytes,
+                                    lanes_per_link)) {
+    return std::max<size_t>(std::min(chunk_bytes, eager_bytes), 1);
   }
-  double latency_bytes = 0;
-  if (measured) {
-    latency_bytes = std::min(kLaneStepLatencies * alpha_inter_s / beta_inter_s_per_byte, 1e15);
-  }
+  const double latency_bytes =
+      hierarchical_lane_latency_bytes(alpha_inter_s, beta_inter_s_per_byte);
   const size_t step = std::max(kMinLaneStepBytes, static_cast<size_t>(latency_bytes));
   return std::max<size_t>(std::min(chunk_bytes, step), 1);
+}
+
+// The longest lane step the cost model may choose for a vector (hierarchical_cost.h
+// hierarchical_allreduce_parts tries s, 2s, 4s, ... up to it and takes the fastest priced;
+// the run takes the same through CollArgs::lane_step_bytes): s itself, except where the second
+// rule capped s at the chunk on a link whose 8 alpha_e / beta_e is more than the chunk and
+// kLaneStepGrowthBytes (an RDMA fabric between GPU hosts: p5's 400 Gbit/s EFA links at 10 us,
+// 4 MB), where kMaxLaneStepBytes. There 1 MiB steps spend a fifth of their time in latency,
+// and longer ones fill and drain a pipeline of fewer, longer segments: which wins depends on
+// the vector and the hosts. Every link measured here (tcp;ofi_rxm on the emulated cluster and
+// loopback) is below kLaneStepGrowthBytes and keeps s: over ofi_rxm a long step is a
+// rendezvous message that stalls behind the bytes queued on a loaded link (the second rule's
+// 1 MiB steps at 2 Gbit/s above), which the model does not price. kMaxLaneStepBytes bounds the
+// staging a lane holds (a step on the ring, two with halving) in each of the
+// kHierarchicalDepth + 1 segments in flight.
+constexpr size_t kLaneStepGrowthBytes = size_t{1} << 20;
+inline size_t hierarchical_lane_step_limit(size_t chunk_bytes, double alpha_inter_s,
+                                           double beta_inter_s_per_byte, size_t eager_bytes,
+                                           size_t lanes_per_link) {
+  const size_t step = hierarchical_lane_step_bytes(chunk_bytes, alpha_inter_s,
+                                                   beta_inter_s_per_byte, eager_bytes,
+                                                   lanes_per_link);
+  const double latency_bytes =
+      hierarchical_lane_latency_bytes(alpha_inter_s, beta_inter_s_per_byte);
+  if (hierarchical_lane_steps_eager(alpha_inter_s, beta_inter_s_per_byte, eager_bytes,
+                                    lanes_per_link) ||
+      latency_bytes <= static_cast<double>(std::max(chunk_bytes, kLaneStepGrowthBytes))) {
+    return step;
+  }
+  return std::max(step, kMaxLaneStepBytes);
 }
 
 // The slice of the pipelined allreduce's intra-host rings (steps 1 and 3 without peer memory):

@@ -248,8 +248,10 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   ChosenAlgorithm chosen;
   PLX_CHECK(choose_algorithm(comm, a, &chosen));
   if (chosen.id == AlgorithmId::AllreduceHierarchical) {
-    a.lane_halving = hierarchical_lanes_halve(a.count * datatype_bytes(a.datatype),
-                                              comm->cost_shape, comm->cost, comm->chunk_bytes);
+    const HierarchicalLanePlan plan = hierarchical_lane_plan(
+        a.count * datatype_bytes(a.datatype), comm->cost_shape, comm->cost, comm->chunk_bytes);
+    a.lane_halving = plan.halving;
+    if (plan.step_bytes > 0) a.lane_step_bytes = plan.step_bytes;
     a.intra_chunk_bytes = hierarchical_intra_slice_bytes(comm->chunk_bytes, comm->cost.alpha_s,
                                                          comm->cost.beta_s_per_byte);
   }

@@ -428,10 +428,11 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
                                       two_levels(shape, params), chunk_bytes);
 }
 
-bool hierarchical_lanes_halve(size_t bytes, const CostShape& shape, const CostParams& params,
-                              size_t chunk_bytes) {
+HierarchicalLanePlan hierarchical_lane_plan(size_t bytes, const CostShape& shape,
+                                            const CostParams& params, size_t chunk_bytes) {
   const auto parts = explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes);
-  return parts && parts->lane_halving;
+  if (!parts) return {};
+  return {parts->lane_halving, parts->lane_step_bytes};
 }
 
 double bound_seconds(AlgorithmId algorithm, size_t bytes, const CostShape& shape,

@@ -66,12 +66,17 @@ double predict_seconds(AlgorithmId algorithm, size_t bytes, int nranks, const Co
 // and on hosts of one rank each, where it is the ring allreduce.
 std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
     size_t bytes, const CostShape& shape, const CostParams& params, size_t chunk_bytes);
-// Whether the hierarchical allreduce of `bytes` on `shape` runs its lanes by recursive halving
-// and doubling (comm/algorithms/lane_halving.h) rather than the ring: the schedule its
-// prediction above takes (comm/core/run_task.cpp passes it in CollArgs::lane_halving). False
-// on one host and two, and with one rank per host.
-bool hierarchical_lanes_halve(size_t bytes, const CostShape& shape, const CostParams& params,
-                              size_t chunk_bytes);
+// How the hierarchical allreduce of `bytes` on `shape` runs its lanes, as its prediction above
+// takes it (comm/core/run_task.cpp passes both in CollArgs): halving, by recursive halving and
+// doubling (comm/algorithms/lane_halving.h) rather than the ring (false on one host and two,
+// and with one rank per host); step_bytes, the lane step its segments are cut for
+// (hierarchical_segments.h; 0 on one host and with one rank per host, where the run needs none).
+struct HierarchicalLanePlan {
+  bool halving = false;
+  size_t step_bytes = 0;
+};
+HierarchicalLanePlan hierarchical_lane_plan(size_t bytes, const CostShape& shape,
+                                            const CostParams& params, size_t chunk_bytes);
 // The slice a flat (not hierarchical) algorithm cuts its messages into on `shape`: chunk_bytes
 // on one host (or with one-level parameters); across hosts the bytes the network moves in
 // 1 ms, or in 8 of its latencies if that is more, at least 16 KiB and at most chunk_bytes:

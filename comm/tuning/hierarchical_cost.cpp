@@ -16,7 +16,8 @@
 //
 // The allreduce overlaps its phases over S segments of about M K s bytes, s the lane step
 // (comm/algorithms/hierarchical_segments.h: one eager message of the transport where those keep
-// the link busy, else min(c, max(256 KiB, 8 a_e / b_e))), hierarchical_allreduce.cpp,
+// the link busy, else min(c, max(256 KiB, 8 a_e / b_e)); on RDMA-class links a power of two
+// times that where priced faster, allreduce_parts below), hierarchical_allreduce.cpp,
 // as NCCL pipelines its NVLink and network stages and [TH] its node-local and lane phases): the
 // host's ranks run the intra-host reduce-scatter and allgather of the neighbouring segments
 // while a segment's lanes cross the network. A two-stage pipeline of S items, stage times
@@ -137,9 +138,13 @@ struct Hier {
   // ([PY]: 2(K-1) steps of y/K), or recursive halving and doubling ([TRG]; lane_halving.h:
   // 2 log2 P steps moving 2(P-1)/P y, and for K not a power of two one step more each way that
   // moves the whole block, which the paired hosts' links carry).
-  PhaseCost lanes(double y, bool halving) const {
+  // A ring step is one message of up to max(c, step) bytes (c = 0: unsliced): the run sends each
+  // step whole, and a lane step longer than the chunk (hierarchical_lane_step_limit) is one
+  // message.
+  PhaseCost lanes(double y, bool halving, size_t step) const {
     if (!halving) {
-      return PhaseCost{q() * 2 * (K() - 1) * slices(y / K(), c) * p.alpha_inter,
+      const size_t message = c == 0 ? 0 : std::max(c, step);
+      return PhaseCost{q() * 2 * (K() - 1) * slices(y / K(), message) * p.alpha_inter,
                        lane_beta(2 * (K() - 1) / K() * y), q() * (K() - 1) / K() * y * p.gamma};
     }
     const int pow2 = floor_pow2(s.hosts);
@@ -152,16 +157,17 @@ struct Hier {
   // [UY], [TH]: per segment of m/S, intra reduce-scatter of the M blocks y = m/(S M) (a host
   // of L ranks holds ceil(M/L) of them), the lanes' allreduce of each block between the K hosts,
   // intra allgather; two boundaries; the S segments pipelined as the header says.
-  HierarchicalAllreduceParts allreduce_parts(double m, bool halving) const {
+  HierarchicalAllreduceParts allreduce_parts(double m, bool halving, size_t step) const {
     HierarchicalAllreduceParts parts;
-    const double S = segments(m, halving);
+    const double S = segments(m, halving, step);
     const double y = m / (S * M());
     const auto blocks = [&](int L) { return std::ceil(M() / L); };
     parts.segments = S;
     parts.segment_bytes = m / S;
     parts.in_flight = std::min(S, static_cast<double>(kHierarchicalDepth + 1));
     parts.lane_halving = halving;
-    parts.network = lanes(y, halving);
+    parts.lane_step_bytes = step;
+    parts.network = lanes(y, halving, step);
     // The pipelined allreduce's intra-host rings slice by hierarchical_intra_slice_bytes.
     const size_t slice = hierarchical_intra_slice_bytes(c, p.alpha_intra, p.beta_intra);
     parts.reduce_scatter = intra(y, blocks, M() * y, true, slice);
@@ -169,26 +175,51 @@ struct Hier {
     parts.boundaries = 2 * boundary();
     return parts;
   }
-  // The lanes' schedule the run uses (hierarchical_lanes_halve): halving where it is clearly
-  // faster (kHalvingGain); never with one lane (the run is the flat ring then), for K = 2, where
-  // both move the same bytes in the same two steps, or with one-level parameters (the price has
-  // one segment there, S = 1, while the run still cuts the vector by the lane step: the ring's
+  // The lanes' schedule the run uses for a lane step: halving where it is clearly faster
+  // (kHalvingGain); never with one lane (the run is the flat ring then), for K = 2, where both
+  // move the same bytes in the same two steps, or with one-level parameters (the price has one
+  // segment there, S = 1, while the run still cuts the vector by the lane step: the ring's
   // slices(y/K) latencies stand for its segments, halving's price would have none).
-  HierarchicalAllreduceParts allreduce_parts(double m) const {
-    const HierarchicalAllreduceParts ring = allreduce_parts(m, false);
+  HierarchicalAllreduceParts allreduce_parts_at(double m, size_t step) const {
+    const HierarchicalAllreduceParts ring = allreduce_parts(m, false, step);
     if (s.hosts <= 2 || s.max_local < 2 || !p.shared_link) return ring;
-    const HierarchicalAllreduceParts halving = allreduce_parts(m, true);
+    const HierarchicalAllreduceParts halving = allreduce_parts(m, true, step);
     return halving.total() <= kHalvingGain * ring.total() ? halving : ring;
+  }
+  // The plan the run uses (hierarchical_lane_plan): the lane step s of
+  // hierarchical_lane_step_bytes, or a power of two times it up to
+  // hierarchical_lane_step_limit where that is priced faster (each with its lanes' schedule
+  // above); the shorter step where two price alike. Steps stop growing once a segment holds
+  // the whole vector.
+  HierarchicalAllreduceParts allreduce_parts(double m) const {
+    HierarchicalAllreduceParts best = allreduce_parts_at(m, step());
+    if (c == 0 || s.max_local < 2 || !p.shared_link) return best;
+    const size_t limit = hierarchical_lane_step_limit(c, p.alpha_inter, p.beta_inter,
+                                                      s.eager_bytes, lanes_per_link());
+    double segments = best.segments;
+    for (size_t longer = step() * 2; longer <= limit && segments > 1; longer *= 2) {
+      const HierarchicalAllreduceParts parts = allreduce_parts_at(m, longer);
+      segments = parts.segments;
+      if (parts.total() < best.total()) best = parts;
+    }
+    return best;
+  }
+  size_t lanes_per_link() const {
+    return comm::lanes_per_link(static_cast<size_t>(std::max(s.max_local, 1)),
+                                static_cast<size_t>(std::max(s.nics_per_host, 1)));
+  }
+  // hierarchical_lane_step_bytes's s on this shape.
+  size_t step() const {
+    return hierarchical_lane_step_bytes(c, p.alpha_inter, p.beta_inter, s.eager_bytes,
+                                        lanes_per_link());
   }
   double allreduce(double m) const { return allreduce_parts(m).total(); }
   // S of hierarchical_allreduce.cpp: segments of hierarchical_segment_bytes() (each lane-ring
-  // step moves about hierarchical_lane_step_bytes(); with halving lanes a segment's block is two
-  // steps, so that the first and largest halving message is one step), at most
-  // hierarchical_max_segments() (1 without slicing, with one lane, or without two distinct
-  // levels).
-  double segments(double m, bool halving) const {
+  // step moves about `step` bytes; with halving lanes a segment's block is two steps, so that
+  // the first and largest halving message is one step), at most hierarchical_max_segments() (1
+  // without slicing, with one lane, or without two distinct levels).
+  double segments(double m, bool halving, size_t step) const {
     if (c == 0 || s.max_local < 2 || !p.shared_link) return 1;
-    const size_t step = hierarchical_lane_step_bytes(s, c, p.alpha_inter, p.beta_inter);
     const double bytes = static_cast<double>(hierarchical_segment_bytes(
         step, static_cast<size_t>(s.max_local),
         lane_steps_per_block(halving, static_cast<size_t>(s.hosts))));
@@ -242,10 +273,8 @@ struct Hier {
 
 size_t hierarchical_lane_step_bytes(const CostShape& shape, size_t chunk_bytes,
                                     double alpha_inter_s, double beta_inter_s_per_byte) {
-  return hierarchical_lane_step_bytes(
-      chunk_bytes, alpha_inter_s, beta_inter_s_per_byte, shape.eager_bytes,
-      lanes_per_link(static_cast<size_t>(shape.max_local),
-                     static_cast<size_t>(shape.nics_per_host)));
+  const TwoLevelParams params{0, 0, alpha_inter_s, beta_inter_s_per_byte, 0, true};
+  return Hier{shape, params, chunk_bytes}.step();
 }
 
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
@@ -257,7 +286,8 @@ HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const Cost
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes, bool lane_halving) {
-  return Hier{shape, params, chunk_bytes}.allreduce_parts(bytes, lane_halving);
+  const Hier model{shape, params, chunk_bytes};
+  return model.allreduce_parts(bytes, lane_halving, model.step());
 }
 
 double hierarchical_seconds(AlgorithmId algorithm, double bytes, const CostShape& shape,

@@ -43,6 +43,7 @@ struct HierarchicalAllreduceParts {
   double segments = 1, segment_bytes = 0;
   double in_flight = 1;
   bool lane_halving = false;  // the lanes run recursive halving and doubling, not the ring
+  size_t lane_step_bytes = 0;  // the lane step the segments are cut for (hierarchical_segments.h)
   PhaseCost reduce_scatter, allgather, network;
   double boundaries = 0;
   double host() const { return reduce_scatter.total() + allgather.total(); }
@@ -67,11 +68,13 @@ struct HierarchicalAllreduceParts {
 // AllreduceHierarchical: total() equals it. The lanes' schedule is recursive halving and
 // doubling (comm/algorithms/lane_halving.h) where it prices at most 0.9 of the ring's total
 // (the .cpp says why), else the ring (always with two hosts or one lane); lane_halving says
-// which, and the run takes the same (cost_model.h hierarchical_lanes_halve).
+// which. The lane step is hierarchical_lane_step_bytes below, or a power of two times it up to
+// hierarchical_segments.h's hierarchical_lane_step_limit where that prices faster;
+// lane_step_bytes says which. The run takes both (cost_model.h hierarchical_lane_plan).
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes);
-// The same with the lanes' schedule given.
+// The same with the lanes' schedule given, at the lane step below.
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes, bool lane_halving);

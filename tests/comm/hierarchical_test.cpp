@@ -211,8 +211,9 @@ std::vector<Call> halving_calls(const World& world) {
   for (size_t count : {size_t{2}, size_t{1009}, size_t{4099}, size_t{65537}}) {
     for (plx_red_op_t op : {PLX_SUM, PLX_AVG, PLX_MAX}) {
       const plx_datatype_t type = types[t % std::size(types)];
-      if (comm::hierarchical_lanes_halve(count * comm::datatype_bytes(type), shape, params,
-                                         kChunkBytes)) {
+      if (comm::hierarchical_lane_plan(count * comm::datatype_bytes(type), shape, params,
+                                       kChunkBytes)
+              .halving) {
         calls.push_back({"allreduce", count, type, op, (t % 2) == 1, 0});
       }
       ++t;

@@ -51,6 +51,18 @@ plx_result_t halving_lanes(Transport& t, uint64_t tag_base, const CollArgs& args
   return hierarchical_allreduce(t, tag_base, with_hosts);
 }
 
+// The allreduce with lane steps of 8 chunks, as the cost model's plan takes them on RDMA-class
+// links (hierarchical_segments.h hierarchical_lane_step_limit): each step one message past the
+// chunk; the ring's or halving's lanes.
+template <bool Halving>
+plx_result_t long_lane_steps(Transport& t, uint64_t tag_base, const CollArgs& args) {
+  CollArgs with_hosts = args;
+  with_hosts.hosts = g_layout;
+  with_hosts.lane_halving = Halving;
+  with_hosts.lane_step_bytes = 8 * args.chunk_bytes;
+  return hierarchical_allreduce(t, tag_base, with_hosts);
+}
+
 enum class Kind { Allreduce, Reduce, Broadcast, ReduceScatter, Allgather };
 
 struct Algorithm {
@@ -321,6 +333,24 @@ TEST(HierarchicalHalving, EagerSendsRunAheadOnThreeToNineHosts) {
                                    {{5, PLX_BFLOAT16, PLX_AVG, true, 64, 0}},
                                    {{(size_t{1} << 14) + 3, PLX_INT64, PLX_MAX, true, 4096, 0}}};
   for (const Layout& l : kHalvingLayouts) run_cases(kHalving, l, eager, /*eager_bytes=*/1 << 12);
+}
+
+// Lane steps of 8 chunks (the cost model's longer steps): several segments, each step one
+// message of up to 8 chunks, ring and halving lanes, eager sends running ahead or not.
+TEST(HierarchicalLongLaneSteps, StepsPastTheChunkOnRingAndHalvingLanes) {
+  const Algorithm ring{"hierarchical_allreduce_long_ring_steps", Kind::Allreduce,
+                       long_lane_steps<false>};
+  const Algorithm halving{"hierarchical_allreduce_long_halving_steps", Kind::Allreduce,
+                          long_lane_steps<true>};
+  const std::vector<Case> cases = {{{(size_t{1} << 15) + 3, PLX_FLOAT32, PLX_SUM, false, 64, 0}},
+                                   {{4099, PLX_BFLOAT16, PLX_AVG, true, 256, 0}},
+                                   {{1009, PLX_INT64, PLX_MAX, false, 64, 0}}};
+  for (const Layout* l : {&kHalvingLayouts[0], &kHalvingLayouts[2], &kHalvingLayouts[6]}) {
+    for (const Algorithm* a : {&ring, &halving}) {
+      run_cases(*a, *l, cases);
+      run_cases(*a, *l, cases, /*eager_bytes=*/1 << 12);
+    }
+  }
 }
 
 // With NULL hosts every algorithm runs as on one host.

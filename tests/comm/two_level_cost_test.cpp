@@ -242,10 +242,10 @@ TEST(TwoLevelModelTest, LanesHalveWhereTheirLatenciesOutweighTheRingsBytes) {
   EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(1000, four, two, 0, true).total(), 16877.5);
   // 1 % less is within the margin: the ring.
   EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 1000, four, kTwo, 0), 17077.5);
-  EXPECT_FALSE(hierarchical_lanes_halve(1000, four, kTwo, 0));
+  EXPECT_FALSE(hierarchical_lane_plan(1000, four, kTwo, 0).halving);
   // m = 10 (y = 5): ring 17.5 + (600 + 150 + 1.875) + 15 + 20 = 804.375, halving 604.375.
   EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 10, four, kTwo, 0), 604.375);
-  EXPECT_TRUE(hierarchical_lanes_halve(10, four, kTwo, 0));
+  EXPECT_TRUE(hierarchical_lane_plan(10, four, kTwo, 0).halving);
   EXPECT_TRUE(hierarchical_allreduce_parts(10, four, two, 0).lane_halving);
   // 5x2: P = 4 and one pair outside it, whose hosts move the whole block twice more:
   //   ring     2*4*100 + 20*(2*4/5*500) + 4/5*500*0.5                 = 800 + 16000 + 200
@@ -254,20 +254,20 @@ TEST(TwoLevelModelTest, LanesHalveWhereTheirLatenciesOutweighTheRingsBytes) {
   EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(1000, five, two, 0, false).network.total(), 17000);
   EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(1000, five, two, 0, true).network.total(),
                    36037.5);
-  EXPECT_FALSE(hierarchical_lanes_halve(1000, five, kTwo, 0));
+  EXPECT_FALSE(hierarchical_lane_plan(1000, five, kTwo, 0).halving);
   // ... but with a tiny block the latencies decide: m = 2 (y = 1), ring 11.5 + 832.4 + 11 + 20,
   // halving 11.5 + 670.875 + 11 + 20.
   EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(2, five, two, 0, false).total(), 874.9);
   EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(2, five, two, 0, true).total(), 713.375);
-  EXPECT_TRUE(hierarchical_lanes_halve(2, five, kTwo, 0));
+  EXPECT_TRUE(hierarchical_lane_plan(2, five, kTwo, 0).halving);
   // Two hosts: the same two steps and bytes either way; the ring.
-  EXPECT_FALSE(hierarchical_lanes_halve(2, shape_of({"A", "A", "B", "B"}), kTwo, 0));
+  EXPECT_FALSE(hierarchical_lane_plan(2, shape_of({"A", "A", "B", "B"}), kTwo, 0).halving);
   // One rank per host runs the flat ring; one host has no lanes.
-  EXPECT_FALSE(hierarchical_lanes_halve(2, shape_of({"A", "B", "C", "D"}), kTwo, 0));
-  EXPECT_FALSE(hierarchical_lanes_halve(2, shape_of({"A", "A", "A", "A"}), kTwo, 0));
+  EXPECT_FALSE(hierarchical_lane_plan(2, shape_of({"A", "B", "C", "D"}), kTwo, 0).halving);
+  EXPECT_FALSE(hierarchical_lane_plan(2, shape_of({"A", "A", "A", "A"}), kTwo, 0).halving);
   // One-level parameters price one segment where the run cuts several: never halving.
-  EXPECT_FALSE(hierarchical_lanes_halve(2, four, CostParams{10, 1, 0.5}, 16384));
-  EXPECT_FALSE(hierarchical_lanes_halve(2, four, CostParams{10, 1, 0.5}, 0));
+  EXPECT_FALSE(hierarchical_lane_plan(2, four, CostParams{10, 1, 0.5}, 16384).halving);
+  EXPECT_FALSE(hierarchical_lane_plan(2, four, CostParams{10, 1, 0.5}, 0).halving);
   // Sliced, halving segments hold two lane steps per lane, the ring's K: with a 1 KiB chunk (the
   // lane step here: 8 alpha / beta is 80 bytes, the floor 256 KiB), 64 KiB on 4x2 is 16
   // segments of 4 KiB against the ring's 8 of 8 KiB.
@@ -325,6 +325,66 @@ TEST(TwoLevelModelTest, LaneStepFollowsTheLinksLatencyAgainstItsRate) {
   // Absurd parameters stay finite: the chunk.
   EXPECT_EQ(hierarchical_lane_step_bytes(MiB, 1e9, 1e-30, 0, 1), MiB);
   EXPECT_EQ(hierarchical_segment_bytes(256 * KiB, 2, 2), MiB);
+}
+
+// The longest lane step the model may take (hierarchical_segments.h
+// hierarchical_lane_step_limit): 16 MiB where the second rule capped the step at the chunk on a
+// link whose 8 alpha / beta exceeds the chunk and 1 MiB; the step itself everywhere else.
+TEST(TwoLevelModelTest, LaneStepMayGrowOnlyOnRdmaClassLinks) {
+  constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+  constexpr size_t kEager = 16 * KiB - 128;
+  // p5 (10 us, 50 GB/s: 4 MB) with the 1 MiB chunk: up to 16 MiB.
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 10e-6, 2e-11, 0, 1), kMaxLaneStepBytes);
+  EXPECT_EQ(kMaxLaneStepBytes, 16 * MiB);
+  // ... but a chunk above its 4 MB keeps the 4 MB step.
+  EXPECT_NEAR(static_cast<double>(hierarchical_lane_step_limit(64 * MiB, 10e-6, 2e-11, 0, 1)),
+              4e6, 1);
+  // The emulated links: 2 Gbit/s (42.5 KB) keeps the 256 KiB floor; 10 Gbit/s at 32.7 us
+  // (327 KB) keeps its step even with a 64 KiB chunk (below 1 MiB); 1 Gbit/s takes eager steps.
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 16.9e-6, 3.18e-9, 0, 1), 256 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_limit(64 * KiB, 32.7e-6, 0.8e-9, kEager, 1), 64 * KiB);
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 32.7e-6, 8.35e-9, kEager, 2), kEager);
+  // Eager steps on an RDMA-class link stay eager; no model keeps the floor.
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 10e-6, 2e-11, 4 * MiB, 1), MiB);
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 0, 0, 0, 1), 256 * KiB);
+}
+
+// The plan (hierarchical_cost.h): the lane step s or a power of two times it, up to the limit,
+// whichever prices fastest; the run takes it from hierarchical_lane_plan.
+TEST(TwoLevelModelTest, LanePlanTakesTheLongerStepWherePricedFaster) {
+  const CostShape two = shape_of({"A", "A", "B", "B"});
+  // 8 alpha_e / beta_e = 8e7 bytes, above the 1000-byte chunk and 1 MiB: s = 1000, limit
+  // 16 MiB. 8000 bytes are 2 segments of M K s = 4000 at s, one of 8000 at 2s; with a
+  // latency of 1e7 per lane step the one segment (2 latencies, not 2 + 2/2 for the pipeline
+  // stage) wins.
+  const TwoLevelParams slow{.alpha_intra = 10, .beta_intra = 1, .alpha_inter = 1e7,
+                            .beta_inter = 1, .gamma = 0.5, .shared_link = true};
+  const HierarchicalAllreduceParts at_s =
+      hierarchical_allreduce_parts(8000, two, slow, 1000, false);
+  EXPECT_EQ(at_s.lane_step_bytes, 1000u);
+  EXPECT_DOUBLE_EQ(at_s.segments, 2);
+  const HierarchicalAllreduceParts plan = hierarchical_allreduce_parts(8000, two, slow, 1000);
+  EXPECT_EQ(plan.lane_step_bytes, 2000u);
+  EXPECT_DOUBLE_EQ(plan.segments, 1);
+  EXPECT_FALSE(plan.lane_halving);
+  // One message per step although the step (4000 bytes per lane, 2000 per shard) is past the
+  // chunk: 2 (K - 1) = 2 latencies.
+  EXPECT_DOUBLE_EQ(plan.network.latency, 2e7);
+  EXPECT_LT(plan.total(), at_s.total());
+  constexpr CostParams kSlow{10, 1, 0.5, 1e7, 1};
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 8000, two, kSlow, 1000),
+                   plan.total());
+  const HierarchicalLanePlan run = hierarchical_lane_plan(8000, two, kSlow, 1000);
+  EXPECT_EQ(run.step_bytes, 2000u);
+  EXPECT_FALSE(run.halving);
+  // The emulated-link-like model (8 alpha_e / beta_e = 80 bytes) keeps s whatever the size.
+  const TwoLevelParams fast{.alpha_intra = 10, .beta_intra = 1, .alpha_inter = 100,
+                            .beta_inter = 10, .gamma = 0.5, .shared_link = true};
+  EXPECT_EQ(hierarchical_allreduce_parts(8000, two, fast, 1000).lane_step_bytes, 1000u);
+  EXPECT_EQ(hierarchical_lane_plan(8000, two, kTwo, 1000).step_bytes, 1000u);
+  // One rank per host (the flat ring) and one host: no plan.
+  EXPECT_EQ(hierarchical_lane_plan(8000, shape_of({"A", "B"}), kTwo, 1000).step_bytes, 0u);
+  EXPECT_EQ(hierarchical_lane_plan(8000, shape_of({"A", "A"}), kTwo, 1000).step_bytes, 0u);
 }
 
 // The pipeline's network stage (hierarchical_cost.h): the lanes of the segments in flight

@@ -51,7 +51,8 @@ std::string phases_text(const comm::HierarchicalPhases& h) {
            phases + ", one after the other = " + format_seconds(h.seconds);
   }
   return "hierarchical: " + fmt::format("{:g}", h.segments) + " segments of " +
-         format_bytes(static_cast<uint64_t>(h.segment_bytes)) + "; per segment " + phases +
+         format_bytes(static_cast<uint64_t>(h.segment_bytes)) + " (lane steps of " +
+         format_bytes(static_cast<uint64_t>(h.lane_step_bytes)) + "); per segment " + phases +
          "; the " + (host_bound ? "host" : "network") +
          " stage bounds the pipeline: " + format_seconds(h.host() + net + h.boundaries) +
          " fill and drain + " + fmt::format("{:g}", h.segments - 1) + " x " +
@@ -154,7 +155,8 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
                                       {"network", phase_json(phases->network)},
                                       {"boundaries_s", phases->boundaries},
                                       {"network_stage_s", phases->network_stage},
-                                      {"lane_schedule", phases->lane_halving ? "halving" : "ring"}};
+                                      {"lane_schedule", phases->lane_halving ? "halving" : "ring"},
+                                      {"lane_step_bytes", phases->lane_step_bytes}};
       }
       if (!options.json) {
         std::fprintf(out, "  %9s  %s\n", "", line.c_str());
