@@ -238,6 +238,45 @@ TEST(HierarchicalRanks, HalvingLanesOnFourAndFiveHosts) {
   }
 }
 
+// Lane steps longer than the chunk (hierarchical_segments.h hierarchical_lane_step_limit) over
+// real ranks: a model whose link between hosts is RDMA-class (100 us at 12.5 GB/s: 8 alpha / beta
+// is 10 MB, above the 16 KiB chunk and 1 MiB), so the plan takes steps of 4 to 8 chunks, in 3 to
+// 9 segments at 1 and 4 MiB (one at 256 KiB); every rank derives the same plan.
+constexpr const char* kRdmaModel = "2.5,0.1,0.05,100,0.08";
+
+TEST(HierarchicalRanks, LaneStepsLongerThanTheChunkOnAnRdmaClassLink) {
+  comm::CostParams params;
+  ASSERT_EQ(comm::parse_cost_model(kRdmaModel, 0, &params), PLX_SUCCESS);
+  const World k3x2{"3x2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-b",
+                           "hier-test-c", "hier-test-c"}};
+  for (const World* world : {&k2x2, &k3x2}) {
+    comm::CostShape shape = comm::cost_shape(comm::host_layout(world->hosts));
+    shape.peer_memory = true;
+    shape.eager_bytes = 16384 - 128;
+    std::vector<Call> calls;
+    size_t several = 0;
+    size_t t = 0;
+    for (size_t count : {size_t{65537}, size_t{262147}, (size_t{1} << 20) + 5}) {
+      for (plx_red_op_t op : {PLX_SUM, PLX_MAX}) {
+        const size_t bytes = count * 4;
+        const comm::HierarchicalLanePlan plan =
+            comm::hierarchical_lane_plan(bytes, shape, params, kChunkBytes);
+        const auto parts = comm::explain_hierarchical_allreduce(bytes, shape, params, kChunkBytes);
+        ASSERT_TRUE(parts.has_value()) << world->name;
+        if (plan.step_bytes > kChunkBytes) {
+          calls.push_back({"allreduce", count, PLX_FLOAT32, op, (t++ % 2) == 1, 0});
+          if (parts->segments > 1) ++several;
+        }
+      }
+    }
+    ASSERT_GE(calls.size(), 4u) << world->name << ": the plan should lengthen the lane step";
+    ASSERT_GE(several, 2u) << world->name << ": and cut several segments of those steps";
+    run_world(*world, tcp_env(kRdmaModel), [&](int, plx_comm_t comm) {
+      return run_forced(comm, calls, world->name);
+    });
+  }
+}
+
 TEST(HierarchicalRanks, OneHostNeverChoosesHierarchical) {
   const World one{"1x4", {"hier-test-a", "hier-test-a", "hier-test-a", "hier-test-a"}};
   run_world(one, tcp_env(kTwoLevelModel), [](int, plx_comm_t comm) {
