@@ -183,6 +183,8 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
     return tag_window(tag_base, s * per_segment + w, windows);
   };
 
+  // The lanes' staging, reused from segment to segment (declared first: it outlives the lanes).
+  StagingPool staging;
   std::deque<Segment> flight;
   // What the intra-host steps do while they wait for the host's ranks (through peer memory).
   const IdleWork idle = [&flight]() { return advance_all(flight); };
@@ -219,9 +221,11 @@ plx_result_t pipelined(const Call& c, uint64_t tag_base) {
                            out + (first + blocks.begin(j)) * c.elem, blocks.size(j),
                            args.datatype, args.op, c.divisor};
       if (args.lane_halving) {
-        segment.lanes.push_back(std::make_unique<LaneHalving>(c.transport, window(s, 1 + j), lane));
+        segment.lanes.push_back(
+            std::make_unique<LaneHalving>(c.transport, window(s, 1 + j), lane, &staging));
       } else {
-        segment.lanes.push_back(std::make_unique<LaneRing>(c.transport, window(s, 1 + j), lane));
+        segment.lanes.push_back(
+            std::make_unique<LaneRing>(c.transport, window(s, 1 + j), lane, &staging));
       }
       PLX_CHECK(segment.lanes.back()->start());
     }

@@ -11,22 +11,48 @@
 
 namespace plexus::comm {
 
+std::unique_ptr<unsigned char[]> StagingPool::take(size_t bytes, size_t* capacity) {
+  auto best = free_.end();
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->first >= bytes && (best == free_.end() || it->first < best->first)) best = it;
+  }
+  if (best == free_.end()) {
+    ++allocations_;
+    *capacity = bytes;
+    return std::make_unique_for_overwrite<unsigned char[]>(bytes);
+  }
+  *capacity = best->first;
+  std::unique_ptr<unsigned char[]> buffer = std::move(best->second);
+  free_.erase(best);
+  return buffer;
+}
+
+void StagingPool::give(std::unique_ptr<unsigned char[]> buffer, size_t capacity) {
+  if (buffer) free_.emplace_back(capacity, std::move(buffer));
+}
+
 Lane::Lane(Transport& transport, const TagWindow& window, const LaneBlock& lane, size_t steps,
-           size_t staging_bytes)
+           size_t staging_bytes, StagingPool* pool)
     : transport_(transport),
       window_(window),
       lane_(lane),
       elem_(datatype_bytes(lane.datatype)),
       steps_(steps),
       posted_(std::make_unique<Posted>()),
-      staging_(std::make_unique_for_overwrite<unsigned char[]>(staging_bytes + 1)) {}
+      pool_(pool),
+      staging_capacity_(staging_bytes + 1),
+      staging_(pool != nullptr
+                   ? pool->take(staging_bytes + 1, &staging_capacity_)
+                   : std::make_unique_for_overwrite<unsigned char[]>(staging_bytes + 1)) {}
 
 Lane::~Lane() {
   if (posted_ && ((posted_->send_posted && !posted_->send.done) ||
                   (posted_->recv_posted && !posted_->recv.done))) {
     leak_on_purpose(posted_);  // a failed wait left requests posted (see header)
     leak_on_purpose(staging_);
+    return;
   }
+  if (pool_ != nullptr) pool_->give(std::move(staging_), staging_capacity_);
 }
 
 plx_result_t Lane::post(int recv_peer, unsigned char* recv_to, size_t recv_bytes, int send_peer,
@@ -86,9 +112,11 @@ plx_result_t Lane::finish() {
   return PLX_SUCCESS;
 }
 
-LaneRing::LaneRing(Transport& transport, const TagWindow& window, const LaneBlock& lane)
+LaneRing::LaneRing(Transport& transport, const TagWindow& window, const LaneBlock& lane,
+                   StagingPool* pool)
     : Lane(transport, window, lane, 2 * (lane.members.size() - 1),
-           Blocks{lane.count, lane.members.size()}.largest() * datatype_bytes(lane.datatype)) {}
+           Blocks{lane.count, lane.members.size()}.largest() * datatype_bytes(lane.datatype),
+           pool) {}
 
 size_t LaneRing::shard(size_t offset) const {
   const size_t k = lane_.members.size();

@@ -31,9 +31,9 @@
 // many small rendezvous messages (on the emulated cluster before the eager rule: 66-73 % of the
 // link bound with 1 MiB steps at 2 Gbit/s, 79-90 % with 256 KiB, 73-84 % with 128 KiB).
 //
-// Where the second rule caps s at the chunk on an RDMA-class link (hierarchical_lane_step_limit
-// below), the cost model may take a longer step for a long vector: s times a power of two, at
-// most kMaxLaneStepBytes, whichever it prices fastest.
+// Where the second rule caps s at the chunk on an RDMA-class link without an eager limit
+// (hierarchical_lane_step_limit below), the cost model may take a longer step for a long vector:
+// s times a power of two, at most kMaxLaneStepBytes, whichever it prices fastest.
 #pragma once
 
 #include <algorithm>
@@ -96,17 +96,18 @@ inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inte
 
 // The longest lane step the cost model may choose for a vector (hierarchical_cost.h
 // hierarchical_allreduce_parts tries s, 2s, 4s, ... up to it and takes the fastest priced;
-// the run takes the same through CollArgs::lane_step_bytes): s itself, except where the second
-// rule capped s at the chunk on a link whose 8 alpha_e / beta_e is more than the chunk and
-// kLaneStepGrowthBytes (an RDMA fabric between GPU hosts: p5's 400 Gbit/s EFA links at 10 us,
-// 4 MB), where kMaxLaneStepBytes. There 1 MiB steps spend a fifth of their time in latency,
-// and longer ones fill and drain a pipeline of fewer, longer segments: which wins depends on
-// the vector and the hosts. Every link measured here (tcp;ofi_rxm on the emulated cluster and
-// loopback) is below kLaneStepGrowthBytes and keeps s: over ofi_rxm a long step is a
-// rendezvous message that stalls behind the bytes queued on a loaded link (the second rule's
-// 1 MiB steps at 2 Gbit/s above), which the model does not price. kMaxLaneStepBytes bounds the
-// staging a lane holds (a step on the ring, two with halving) in each of the
-// kHierarchicalDepth + 1 segments in flight.
+// the run takes the same through CollArgs::lane_step_bytes): s itself, except on an RDMA-class
+// link, where kMaxLaneStepBytes: the transport has no eager limit (eager_bytes 0: not ofi_rxm;
+// the efa provider, UCX, or a topology file's simulation) and the second rule capped s at the
+// chunk on a link whose 8 alpha_e / beta_e is more than the chunk and kLaneStepGrowthBytes
+// (p5's 400 Gbit/s EFA links at 10 us: 4 MB). There 1 MiB steps spend a fifth of their time in
+// latency, and longer ones fill and drain a pipeline of fewer, longer segments: which wins
+// depends on the vector and the hosts. Over ofi_rxm (tcp, verbs) a long step is a rendezvous
+// message that stalls behind the bytes queued on a loaded link (the second rule's 1 MiB steps at
+// 2 Gbit/s above), which the model does not price, so it keeps s whatever its link measures
+// (this VM's loopback measured 8 alpha / beta at 0.8-3.1 MB); so do the emulated cluster's links
+// (at most 330 kB). kMaxLaneStepBytes bounds the staging a lane holds (a step on the ring, two
+// with halving), reused from segment to segment (hierarchical_pipeline.h StagingPool).
 constexpr size_t kLaneStepGrowthBytes = size_t{1} << 20;
 inline size_t hierarchical_lane_step_limit(size_t chunk_bytes, double alpha_inter_s,
                                            double beta_inter_s_per_byte, size_t eager_bytes,
@@ -116,8 +117,7 @@ inline size_t hierarchical_lane_step_limit(size_t chunk_bytes, double alpha_inte
                                                    lanes_per_link);
   const double latency_bytes =
       hierarchical_lane_latency_bytes(alpha_inter_s, beta_inter_s_per_byte);
-  if (hierarchical_lane_steps_eager(alpha_inter_s, beta_inter_s_per_byte, eager_bytes,
-                                    lanes_per_link) ||
+  if (eager_bytes > 0 ||
       latency_bytes <= static_cast<double>(std::max(chunk_bytes, kLaneStepGrowthBytes))) {
     return step;
   }

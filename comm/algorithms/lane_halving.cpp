@@ -10,9 +10,10 @@ size_t LaneHalving::steps_for(size_t k) {
   return 2 * static_cast<size_t>(Fold(static_cast<int>(k)).steps()) + 2;
 }
 
-LaneHalving::LaneHalving(Transport& transport, const TagWindow& window, const LaneBlock& lane)
+LaneHalving::LaneHalving(Transport& transport, const TagWindow& window, const LaneBlock& lane,
+                         StagingPool* pool)
     : Lane(transport, window, lane, lane.members.size() < 2 ? 0 : steps_for(lane.members.size()),
-           lane.count * datatype_bytes(lane.datatype)),
+           lane.count * datatype_bytes(lane.datatype), pool),
       fold_(static_cast<int>(lane.members.size()), Fold::Survivor::Odd),
       sits_out_(fold_.folded_away(static_cast<int>(lane.me))),
       place_(sits_out_ ? 0 : static_cast<size_t>(fold_.vrank(static_cast<int>(lane.me)))) {}

@@ -46,7 +46,8 @@ namespace plexus::comm {
 
 class LaneHalving final : public Lane {
  public:
-  LaneHalving(Transport& transport, const TagWindow& window, const LaneBlock& lane);
+  LaneHalving(Transport& transport, const TagWindow& window, const LaneBlock& lane,
+              StagingPool* pool = nullptr);
 
   // Steps (messages each way) of a lane of k members: 2 log2 P + 2.
   static size_t steps_for(size_t k);

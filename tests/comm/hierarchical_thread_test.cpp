@@ -18,12 +18,14 @@
 
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/hierarchical_pipeline.h"
 #include "comm/algorithms/host_layout.h"
 #include "tests/comm/thread_test_harness.h"
 
@@ -351,6 +353,38 @@ TEST(HierarchicalLongLaneSteps, StepsPastTheChunkOnRingAndHalvingLanes) {
       run_cases(*a, *l, cases, /*eager_bytes=*/1 << 12);
     }
   }
+}
+
+// The lanes' staging pool (hierarchical_pipeline.h): a handed-back buffer serves any later lane
+// it is large enough for, the smallest such first; only a larger need allocates.
+TEST(HierarchicalStagingPool, ReusesTheSmallestBufferLargeEnough) {
+  StagingPool pool;
+  size_t a_size = 0, b_size = 0, c_size = 0;
+  std::unique_ptr<unsigned char[]> a = pool.take(100, &a_size);
+  EXPECT_EQ(a_size, 100u);
+  EXPECT_EQ(pool.allocations(), 1u);
+  unsigned char* const a_at = a.get();
+  pool.give(std::move(a), a_size);
+  std::unique_ptr<unsigned char[]> b = pool.take(50, &b_size);  // the 100-byte one again
+  EXPECT_EQ(b.get(), a_at);
+  EXPECT_EQ(b_size, 100u);
+  std::unique_ptr<unsigned char[]> c = pool.take(200, &c_size);  // none free: a new one
+  EXPECT_EQ(c_size, 200u);
+  EXPECT_EQ(pool.allocations(), 2u);
+  unsigned char* const c_at = c.get();
+  pool.give(std::move(c), c_size);
+  pool.give(std::move(b), b_size);
+  size_t d_size = 0, e_size = 0;
+  std::unique_ptr<unsigned char[]> d = pool.take(100, &d_size);  // the 100, not the 200
+  EXPECT_EQ(d.get(), a_at);
+  std::unique_ptr<unsigned char[]> e = pool.take(101, &e_size);  // the 200
+  EXPECT_EQ(e.get(), c_at);
+  EXPECT_EQ(e_size, 200u);
+  EXPECT_EQ(pool.allocations(), 2u);
+  pool.give(nullptr, 0);  // a leaked lane's empty staging: nothing kept
+  size_t f_size = 0;
+  EXPECT_NE(pool.take(1, &f_size), nullptr);
+  EXPECT_EQ(pool.allocations(), 3u);
 }
 
 // With NULL hosts every algorithm runs as on one host.

@@ -328,8 +328,9 @@ TEST(TwoLevelModelTest, LaneStepFollowsTheLinksLatencyAgainstItsRate) {
 }
 
 // The longest lane step the model may take (hierarchical_segments.h
-// hierarchical_lane_step_limit): 16 MiB where the second rule capped the step at the chunk on a
-// link whose 8 alpha / beta exceeds the chunk and 1 MiB; the step itself everywhere else.
+// hierarchical_lane_step_limit): 16 MiB where the transport has no eager limit and the second
+// rule capped the step at the chunk on a link whose 8 alpha / beta exceeds the chunk and 1 MiB;
+// the step itself everywhere else.
 TEST(TwoLevelModelTest, LaneStepMayGrowOnlyOnRdmaClassLinks) {
   constexpr size_t KiB = 1024, MiB = 1024 * KiB;
   constexpr size_t kEager = 16 * KiB - 128;
@@ -344,8 +345,12 @@ TEST(TwoLevelModelTest, LaneStepMayGrowOnlyOnRdmaClassLinks) {
   EXPECT_EQ(hierarchical_lane_step_limit(MiB, 16.9e-6, 3.18e-9, 0, 1), 256 * KiB);
   EXPECT_EQ(hierarchical_lane_step_limit(64 * KiB, 32.7e-6, 0.8e-9, kEager, 1), 64 * KiB);
   EXPECT_EQ(hierarchical_lane_step_limit(MiB, 32.7e-6, 8.35e-9, kEager, 2), kEager);
-  // Eager steps on an RDMA-class link stay eager; no model keeps the floor.
+  // Over ofi_rxm (an eager limit) nothing grows, eager steps or not: this VM's loopback as once
+  // measured (45.08 us, 0.115 ns/B: 3.1 MB, not eager) keeps the chunk.
   EXPECT_EQ(hierarchical_lane_step_limit(MiB, 10e-6, 2e-11, 4 * MiB, 1), MiB);
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 45.08e-6, 0.115e-9, kEager, 2), MiB);
+  EXPECT_EQ(hierarchical_lane_step_limit(MiB, 45.08e-6, 0.115e-9, 0, 2), kMaxLaneStepBytes);
+  // No model keeps the floor.
   EXPECT_EQ(hierarchical_lane_step_limit(MiB, 0, 0, 0, 1), 256 * KiB);
 }
 
@@ -382,6 +387,8 @@ TEST(TwoLevelModelTest, LanePlanTakesTheLongerStepWherePricedFaster) {
                             .beta_inter = 10, .gamma = 0.5, .shared_link = true};
   EXPECT_EQ(hierarchical_allreduce_parts(8000, two, fast, 1000).lane_step_bytes, 1000u);
   EXPECT_EQ(hierarchical_lane_plan(8000, two, kTwo, 1000).step_bytes, 1000u);
+  // One-level parameters: the run keeps its own step (0: none planned).
+  EXPECT_EQ(hierarchical_lane_plan(8000, two, CostParams{10, 1, 0.5}, 1000).step_bytes, 0u);
   // One rank per host (the flat ring) and one host: no plan.
   EXPECT_EQ(hierarchical_lane_plan(8000, shape_of({"A", "B"}), kTwo, 1000).step_bytes, 0u);
   EXPECT_EQ(hierarchical_lane_plan(8000, shape_of({"A", "A"}), kTwo, 1000).step_bytes, 0u);
