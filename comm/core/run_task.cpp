@@ -252,6 +252,7 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
         a.count * datatype_bytes(a.datatype), comm->cost_shape, comm->cost, comm->chunk_bytes);
     a.lane_halving = plan.halving;
     if (plan.step_bytes > 0) a.lane_step_bytes = plan.step_bytes;
+    comm->last_lane_step_bytes = a.lane_step_bytes;
     a.intra_chunk_bytes = hierarchical_intra_slice_bytes(comm->chunk_bytes, comm->cost.alpha_s,
                                                          comm->cost.beta_s_per_byte);
   }

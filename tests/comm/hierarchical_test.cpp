@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "comm/algorithms/host_layout.h"
+#include "comm/core/communicator.h"
 #include "comm/reduce/reduce.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
@@ -260,6 +261,7 @@ TEST(HierarchicalRanks, LaneStepsLongerThanTheChunkOnAnRdmaClassLink) {
     comm::CostShape shape = comm::cost_shape(comm::host_layout(world->hosts));
     shape.peer_memory = true;
     std::vector<Call> calls;
+    std::vector<size_t> steps;  // the plan's lane step for each call
     size_t several = 0;
     size_t t = 0;
     for (size_t count : {size_t{65537}, size_t{262147}, (size_t{1} << 20) + 5}) {
@@ -271,6 +273,7 @@ TEST(HierarchicalRanks, LaneStepsLongerThanTheChunkOnAnRdmaClassLink) {
         ASSERT_TRUE(parts.has_value()) << world->name;
         if (plan.step_bytes > kChunkBytes) {
           calls.push_back({"allreduce", count, PLX_FLOAT32, op, (t++ % 2) == 1, 0});
+          steps.push_back(plan.step_bytes);
           if (parts->segments > 1) ++several;
         }
       }
@@ -283,8 +286,18 @@ TEST(HierarchicalRanks, LaneStepsLongerThanTheChunkOnAnRdmaClassLink) {
                   .step_bytes,
               kChunkBytes)
         << world->name;
+    // Each call runs with the plan's step (the step each rank's communicator records).
     run_world(*world, env, [&](int, plx_comm_t comm) {
-      return run_forced(comm, calls, world->name);
+      for (size_t i = 0; i < calls.size(); ++i) {
+        const std::string why = run_forced(comm, {calls[i]}, world->name);
+        if (!why.empty()) return why;
+        if (comm->last_lane_step_bytes != steps[i]) {
+          return std::string(world->name) + ": " + describe(calls[i]) + " ran lane steps of " +
+                 std::to_string(comm->last_lane_step_bytes) + " bytes, the plan " +
+                 std::to_string(steps[i]);
+        }
+      }
+      return std::string();
     });
   }
 }
