@@ -42,8 +42,9 @@
 // M * K * s, or M * 2 * s with halving lanes (whose first message is half the block)
 // (hierarchical_segments.h: each lane-ring step then moves about s, one eager message
 // of the transport where those keep the link busy, else between 256 KiB and chunk_bytes by the
-// network's latency against its rate; at most 4096, at least M elements each where the count
-// allows), the three steps run per segment, and the network step of up to
+// network's latency against its rate, or on RDMA-class links up to 16 MiB as the cost model's
+// plan takes it, CollArgs::lane_step_bytes; at most 4096, at least M elements each where the
+// count allows), the three steps run per segment, and the network step of up to
 // kHierarchicalDepth + 1 segments is in flight while the host's ranks run the intra-host steps
 // of their neighbours: NCCL's pipelining of its intra-node and network stages chunk by chunk,
 // applied to Traeff & Hunold's node-local and lane phases:

@@ -2,6 +2,7 @@
 #include "comm/algorithms/hierarchical_pipeline.h"
 
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "comm/algorithms/deliberate_leak.h"
@@ -27,8 +28,13 @@ std::unique_ptr<unsigned char[]> StagingPool::take(size_t bytes, size_t* capacit
   return buffer;
 }
 
-void StagingPool::give(std::unique_ptr<unsigned char[]> buffer, size_t capacity) {
-  if (buffer) free_.emplace_back(capacity, std::move(buffer));
+void StagingPool::give(std::unique_ptr<unsigned char[]> buffer, size_t capacity) noexcept {
+  if (!buffer) return;
+  try {
+    free_.emplace_back(capacity, std::move(buffer));
+  } catch (const std::bad_alloc&) {
+    // No room to keep it: the buffer is freed here, and a later lane allocates its own.
+  }
 }
 
 Lane::Lane(Transport& transport, const TagWindow& window, const LaneBlock& lane, size_t steps,
@@ -39,11 +45,11 @@ Lane::Lane(Transport& transport, const TagWindow& window, const LaneBlock& lane,
       elem_(datatype_bytes(lane.datatype)),
       steps_(steps),
       posted_(std::make_unique<Posted>()),
-      pool_(pool),
-      staging_capacity_(staging_bytes + 1),
-      staging_(pool != nullptr
-                   ? pool->take(staging_bytes + 1, &staging_capacity_)
-                   : std::make_unique_for_overwrite<unsigned char[]>(staging_bytes + 1)) {}
+      pool_(pool) {
+  staging_capacity_ = staging_bytes + 1;
+  staging_ = pool != nullptr ? pool->take(staging_capacity_, &staging_capacity_)
+                             : std::make_unique_for_overwrite<unsigned char[]>(staging_capacity_);
+}
 
 Lane::~Lane() {
   if (posted_ && ((posted_->send_posted && !posted_->send.done) ||

@@ -56,7 +56,9 @@ class StagingPool {
   // A buffer of at least `bytes` bytes (its size in *capacity): the smallest handed-back one
   // that is large enough, else a new one. Throws std::bad_alloc as new[] does.
   std::unique_ptr<unsigned char[]> take(size_t bytes, size_t* capacity);
-  void give(std::unique_ptr<unsigned char[]> buffer, size_t capacity);
+  // Keeps `buffer` (of `capacity` bytes) for a later take; drops it if it cannot (never throws:
+  // lanes give from their destructors).
+  void give(std::unique_ptr<unsigned char[]> buffer, size_t capacity) noexcept;
   size_t allocations() const { return allocations_; }  // new buffers made so far
 
  private:

@@ -100,8 +100,8 @@ inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inte
 // link, where kMaxLaneStepBytes: the transport has no eager limit (eager_bytes 0: not ofi_rxm;
 // the efa provider, UCX, or a topology file's simulation) and the second rule capped s at the
 // chunk on a link whose 8 alpha_e / beta_e is more than the chunk and kLaneStepGrowthBytes
-// (p5's 400 Gbit/s EFA links at 10 us: 4 MB). There 1 MiB steps spend a fifth of their time in
-// latency, and longer ones fill and drain a pipeline of fewer, longer segments: which wins
+// (p5's 400 Gbit/s EFA links at 10 us: 4 MB). There 1 MiB steps spend a third of their time in
+// latency (10 us against 21 us of bytes), and longer ones fill and drain a pipeline of fewer, longer segments: which wins
 // depends on the vector and the hosts. Over ofi_rxm (tcp, verbs) a long step is a rendezvous
 // message that stalls behind the bytes queued on a loaded link (the second rule's 1 MiB steps at
 // 2 Gbit/s above), which the model does not price, so it keeps s whatever its link measures

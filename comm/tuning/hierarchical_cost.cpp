@@ -273,7 +273,7 @@ struct Hier {
 
 size_t hierarchical_lane_step_bytes(const CostShape& shape, size_t chunk_bytes,
                                     double alpha_inter_s, double beta_inter_s_per_byte) {
-  const TwoLevelParams params{0, 0, alpha_inter_s, beta_inter_s_per_byte, 0, true};
+  const TwoLevelParams params{.alpha_inter = alpha_inter_s, .beta_inter = beta_inter_s_per_byte};
   return Hier{shape, params, chunk_bytes}.step();
 }
 

@@ -79,10 +79,11 @@ HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const Cost
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes, bool lane_halving);
 
-// The pipelined allreduce's lane step on `shape` (hierarchical_segments.h
+// The pipelined allreduce's lane step s on `shape` (hierarchical_segments.h
 // hierarchical_lane_step_bytes with the shape's eager limit and lanes per link), for the
-// network's alpha_inter_s and beta_inter_s_per_byte: the run (run_task.cpp, through
-// CollArgs::lane_step_bytes) and the price take it from here, so they cut alike.
+// network's alpha_inter_s and beta_inter_s_per_byte: the step the price starts its plan from
+// (hierarchical_allreduce_parts), and the run's where no plan names one (run_task.cpp, through
+// CollArgs::lane_step_bytes; the plan's step replaces it, cost_model.h hierarchical_lane_plan).
 size_t hierarchical_lane_step_bytes(const CostShape& shape, size_t chunk_bytes,
                                     double alpha_inter_s, double beta_inter_s_per_byte);
 
