@@ -71,11 +71,11 @@ inline bool hierarchical_lane_steps_eager(double alpha_inter_s, double beta_inte
   return in_flight * beta_inter_s_per_byte >= kLaneStepLatencies * alpha_inter_s;
 }
 
-// 8 alpha_e / beta_e in bytes (0 where the link is not measured).
-inline double hierarchical_lane_latency_bytes(double alpha_inter_s,
-                                              double beta_inter_s_per_byte) {
-  if (!(alpha_inter_s > 0) || !(beta_inter_s_per_byte > 0)) return 0;
-  return std::min(kLaneStepLatencies * alpha_inter_s / beta_inter_s_per_byte, 1e15);
+// kLaneStepLatencies of a link's latencies' worth of bytes, 8 alpha / beta (0 where the link
+// is not measured; at most 1e15): the lane step's and the intra-host slice's yardstick.
+inline double latency_bytes(double alpha_s, double beta_s_per_byte) {
+  if (!(alpha_s > 0) || !(beta_s_per_byte > 0)) return 0;
+  return std::min(kLaneStepLatencies * alpha_s / beta_s_per_byte, 1e15);
 }
 
 // The lane step s above, in bytes (>= 1). alpha_inter_s and beta_inter_s_per_byte of 0 (no
@@ -88,9 +88,8 @@ inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inte
                                     lanes_per_link)) {
     return std::max<size_t>(std::min(chunk_bytes, eager_bytes), 1);
   }
-  const double latency_bytes =
-      hierarchical_lane_latency_bytes(alpha_inter_s, beta_inter_s_per_byte);
-  const size_t step = std::max(kMinLaneStepBytes, static_cast<size_t>(latency_bytes));
+  const size_t step = std::max(
+      kMinLaneStepBytes, static_cast<size_t>(latency_bytes(alpha_inter_s, beta_inter_s_per_byte)));
   return std::max<size_t>(std::min(chunk_bytes, step), 1);
 }
 
@@ -101,8 +100,8 @@ inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inte
 // the efa provider, UCX, or a topology file's simulation) and the second rule capped s at the
 // chunk on a link whose 8 alpha_e / beta_e is more than the chunk and kLaneStepGrowthBytes
 // (p5's 400 Gbit/s EFA links at 10 us: 4 MB). There 1 MiB steps spend a third of their time in
-// latency (10 us against 21 us of bytes), and longer ones fill and drain a pipeline of fewer, longer segments: which wins
-// depends on the vector and the hosts. Over ofi_rxm (tcp, verbs) a long step is a rendezvous
+// latency (10 us against 21 us of bytes), and longer ones fill and drain a pipeline of fewer,
+// longer segments: which wins depends on the vector and the hosts. Over ofi_rxm (tcp, verbs) a long step is a rendezvous
 // message that stalls behind the bytes queued on a loaded link (the second rule's 1 MiB steps at
 // 2 Gbit/s above), which the model does not price, so it keeps s whatever its link measures
 // (this VM's loopback measured 8 alpha / beta at 0.8-3.1 MB); so do the emulated cluster's links
@@ -115,10 +114,8 @@ inline size_t hierarchical_lane_step_limit(size_t chunk_bytes, double alpha_inte
   const size_t step = hierarchical_lane_step_bytes(chunk_bytes, alpha_inter_s,
                                                    beta_inter_s_per_byte, eager_bytes,
                                                    lanes_per_link);
-  const double latency_bytes =
-      hierarchical_lane_latency_bytes(alpha_inter_s, beta_inter_s_per_byte);
-  if (eager_bytes > 0 ||
-      latency_bytes <= static_cast<double>(std::max(chunk_bytes, kLaneStepGrowthBytes))) {
+  if (eager_bytes > 0 || latency_bytes(alpha_inter_s, beta_inter_s_per_byte) <=
+                             static_cast<double>(std::max(chunk_bytes, kLaneStepGrowthBytes))) {
     return step;
   }
   return std::max(step, kMaxLaneStepBytes);
@@ -135,13 +132,10 @@ inline size_t hierarchical_lane_step_limit(size_t chunk_bytes, double alpha_inte
 constexpr size_t kMaxIntraSliceBytes = size_t{64} << 20;
 inline size_t hierarchical_intra_slice_bytes(size_t chunk_bytes, double alpha_intra_s,
                                              double beta_intra_s_per_byte) {
-  if (chunk_bytes == 0 || !(alpha_intra_s > 0) || !(beta_intra_s_per_byte > 0)) {
-    return chunk_bytes;
-  }
-  const double latency_bytes =
-      std::min(kLaneStepLatencies * alpha_intra_s / beta_intra_s_per_byte,
-               static_cast<double>(kMaxIntraSliceBytes));
-  return std::max(chunk_bytes, static_cast<size_t>(latency_bytes));
+  if (chunk_bytes == 0) return chunk_bytes;
+  const double bytes = std::min(latency_bytes(alpha_intra_s, beta_intra_s_per_byte),
+                                static_cast<double>(kMaxIntraSliceBytes));
+  return std::max(chunk_bytes, static_cast<size_t>(bytes));
 }
 
 // l above: the lanes (M, the most ranks on a host) that share one of a host's `links` links.

@@ -19,7 +19,6 @@
 #include "comm/core/signature.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_model.h"
-#include "comm/tuning/hierarchical_cost.h"
 #include "comm/reduce/reduce.h"
 
 
@@ -239,9 +238,6 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
                                  comm->rank, collective_name(a.collective)));
   }
   a.chunk_bytes = comm->chunk_bytes;
-  a.lane_step_bytes = hierarchical_lane_step_bytes(comm->cost_shape, comm->chunk_bytes,
-                                                  comm->cost.inter_alpha_s,
-                                                  comm->cost.inter_beta_s_per_byte);
   a.network_chunk_bytes = flat_slice_bytes(comm->cost_shape, comm->cost, comm->chunk_bytes);
   a.hosts = &comm->hosts;  // the hierarchical algorithms' layout
   a.peers = comm->peers.get();  // the shm algorithms' staging buffers (NULL: none)
@@ -251,8 +247,8 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
     const HierarchicalLanePlan plan = hierarchical_lane_plan(
         a.count * datatype_bytes(a.datatype), comm->cost_shape, comm->cost, comm->chunk_bytes);
     a.lane_halving = plan.halving;
-    if (plan.step_bytes > 0) a.lane_step_bytes = plan.step_bytes;
-    comm->last_lane_step_bytes = a.lane_step_bytes;
+    a.lane_step_bytes = plan.step_bytes;
+    comm->last_lane_step_bytes = plan.step_bytes;
     a.intra_chunk_bytes = hierarchical_intra_slice_bytes(comm->chunk_bytes, comm->cost.alpha_s,
                                                          comm->cost.beta_s_per_byte);
   }

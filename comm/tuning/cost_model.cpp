@@ -432,9 +432,11 @@ HierarchicalLanePlan hierarchical_lane_plan(size_t bytes, const CostShape& shape
                                             const CostParams& params, size_t chunk_bytes) {
   const auto parts = explain_hierarchical_allreduce(bytes, shape, params, chunk_bytes);
   if (!parts) return {};
-  // One-level parameters price one segment whatever the step: the run keeps the step it derives
-  // without a two-level model (hierarchical_segments.h: the 256 KiB floor).
-  if (!params.two_level()) return {parts->lane_halving, 0};
+  // One-level parameters price one segment whatever the step: the run takes the step the rule
+  // gives without a two-level model (hierarchical_segments.h: the 256 KiB floor, or the chunk).
+  if (!params.two_level()) {
+    return {parts->lane_halving, hierarchical_lane_step_bytes(shape, chunk_bytes, 0, 0)};
+  }
   return {parts->lane_halving, parts->lane_step_bytes};
 }
 

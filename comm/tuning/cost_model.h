@@ -70,8 +70,8 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
 // takes it (comm/core/run_task.cpp passes both in CollArgs): halving, by recursive halving and
 // doubling (comm/algorithms/lane_halving.h) rather than the ring (false on one host and two,
 // and with one rank per host); step_bytes, the lane step its segments are cut for
-// (hierarchical_segments.h; 0 on one host and with one rank per host, where the run needs none,
-// and with one-level parameters, where the run keeps the step it derives without them).
+// (hierarchical_segments.h; with one-level parameters the rule's step without a two-level
+// model; 0 on one host and with one rank per host, where the run needs none).
 struct HierarchicalLanePlan {
   bool halving = false;
   size_t step_bytes = 0;

@@ -192,12 +192,13 @@ struct Hier {
   // above); the shorter step where two price alike. Steps stop growing once a segment holds
   // the whole vector.
   HierarchicalAllreduceParts allreduce_parts(double m) const {
-    HierarchicalAllreduceParts best = allreduce_parts_at(m, step());
+    const size_t first = step();
+    HierarchicalAllreduceParts best = allreduce_parts_at(m, first);
     if (c == 0 || s.max_local < 2 || !p.shared_link) return best;
     const size_t limit = hierarchical_lane_step_limit(c, p.alpha_inter, p.beta_inter,
                                                       s.eager_bytes, lanes_per_link());
     double segments = best.segments;
-    for (size_t longer = step() * 2; longer <= limit && segments > 1; longer *= 2) {
+    for (size_t longer = first * 2; longer <= limit && segments > 1; longer *= 2) {
       const HierarchicalAllreduceParts parts = allreduce_parts_at(m, longer);
       segments = parts.segments;
       if (parts.total() < best.total()) best = parts;

@@ -387,8 +387,11 @@ TEST(TwoLevelModelTest, LanePlanTakesTheLongerStepWherePricedFaster) {
                             .beta_inter = 10, .gamma = 0.5, .shared_link = true};
   EXPECT_EQ(hierarchical_allreduce_parts(8000, two, fast, 1000).lane_step_bytes, 1000u);
   EXPECT_EQ(hierarchical_lane_plan(8000, two, kTwo, 1000).step_bytes, 1000u);
-  // One-level parameters: the run keeps its own step (0: none planned).
-  EXPECT_EQ(hierarchical_lane_plan(8000, two, CostParams{10, 1, 0.5}, 1000).step_bytes, 0u);
+  // One-level parameters: the rule's step without a two-level model, the 256 KiB floor or a
+  // smaller chunk.
+  EXPECT_EQ(hierarchical_lane_plan(8000, two, CostParams{10, 1, 0.5}, 1000).step_bytes, 1000u);
+  EXPECT_EQ(hierarchical_lane_plan(8000, two, CostParams{10, 1, 0.5}, 1 << 20).step_bytes,
+            size_t{256} << 10);
   // One rank per host (the flat ring) and one host: no plan.
   EXPECT_EQ(hierarchical_lane_plan(8000, shape_of({"A", "B"}), kTwo, 1000).step_bytes, 0u);
   EXPECT_EQ(hierarchical_lane_plan(8000, shape_of({"A", "A"}), kTwo, 1000).step_bytes, 0u);
