@@ -105,8 +105,9 @@ inline size_t hierarchical_lane_step_bytes(size_t chunk_bytes, double alpha_inte
 // long step is a rendezvous message that stalls behind the bytes queued on a loaded link (the
 // second rule's 1 MiB steps at 2 Gbit/s above), which the model does not price, so it keeps s
 // whatever its link measures (this VM's loopback measured 8 alpha / beta at 0.8-3.1 MB); so do
-// the emulated cluster's links (at most 330 kB). kMaxLaneStepBytes bounds the staging a lane holds (a step on the ring, two
-// with halving), reused from segment to segment (hierarchical_pipeline.h StagingPool).
+// the emulated cluster's links (at most 330 kB). kMaxLaneStepBytes bounds the staging a lane
+// holds (a step on the ring, two with halving), reused from segment to segment
+// (hierarchical_pipeline.h StagingPool).
 constexpr size_t kLaneStepGrowthBytes = size_t{1} << 20;
 inline size_t hierarchical_lane_step_limit(size_t chunk_bytes, double alpha_inter_s,
                                            double beta_inter_s_per_byte, size_t eager_bytes,
