@@ -11,6 +11,7 @@
 #include "comm/algorithms/host_layout.h"
 #include "comm/base/config.h"
 #include "comm/base/error.h"
+#include "comm/tuning/algo_override.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"
@@ -121,6 +122,10 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
   std::vector<std::string> host_of_rank;
   for (int r = 0; r < groups.size(); ++r) host_of_rank.push_back(groups.host_ids[groups.host_of[r]]);
   m.shape = cost_shape(host_layout(host_of_rank));
+  if (lane_schedule_from_env(-1, &m.shape.lanes) != PLX_SUCCESS) {  // as a communicator would
+    *error = last_error();
+    return PLX_ERROR_INVALID_ARGUMENT;
+  }
   TopologyCost& cost = m.cost;
 
   if (!cost_model_text.empty()) {

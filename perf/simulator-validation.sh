@@ -5,21 +5,28 @@
 #   perf/simulator-validation.sh                         # 6 layouts x 3 rates x 4 algorithms
 #   perf/simulator-validation.sh -l 2x2,3x2 -r 1gbit -a ring,hierarchical
 #   BUILD_DIR=build-dev perf/simulator-validation.sh --docs docs/performance.md
+#   perf/simulator-validation.sh -l 3x2,4x2 -a hierarchical_ring,hierarchical_halving \
+#     --docs docs/performance.md --block lanes
 #
 # For every layout KxM (K emulated hosts of M ranks, scripts/emulated-cluster.sh: network
 # namespaces, each host link shaped by tc tbf), every link rate and every allreduce algorithm it
 # runs plexus-bench allreduce with PLEXUS_ALGO=allreduce:<algorithm> and -P 1, which prints beside
 # each measured row the time plx_comm_predict_time predicts for it: the same cost model, shape and
 # measured parameters the communicator chooses its algorithms with, and the formulas
-# plexus-topo --simulate prints for a topology file. Each run measures its parameters afresh (a
+# plexus-topo --simulate prints for a topology file. hierarchical_ring and hierarchical_halving
+# are the hierarchical allreduce with its lanes forced (PLEXUS_HIERARCHICAL_LANES=ring or
+# halving; "hierarchical" leaves them to the model). Each run measures its parameters afresh (a
 # PLEXUS_CACHE_DIR of its own), since the cached file is per host and provider, not per rate.
 #
 # Prints a Markdown table: per layout, rate, algorithm and size the predicted and the measured
 # busbw (out of place, float32 sum, every result checked) and measured / predicted time, marked
 # when they differ by more than 15%. --docs FILE also replaces the block between
 # "<!-- perf/simulator-validation.sh: begin -->" and "... end -->" in FILE (appended when the
-# markers are missing). Layouts of 6 or 8 ranks share this machine's cores: run it on an idle
-# machine, and read a row whose measured time is above the prediction with the load in mind.
+# markers are missing); with --block NAME the markers are "<!-- perf/simulator-validation.sh
+# NAME: begin -->" and "... end -->", so that a second table (another set of layouts or
+# algorithms) has a block of its own. Layouts of 6 or 8 ranks share this machine's cores: run
+# it on an idle machine, and read a row whose measured time is above the prediction with the
+# load in mind.
 #
 # Exit status: 0 when every run finished with no wrong element (whatever the figures), 1
 # otherwise, 2 for bad usage, 77 when the machine cannot emulate a cluster, 130/143/129 on
@@ -35,14 +42,18 @@ maxbytes=16M
 iters=3
 warmup=1
 docs=""
+block=""
 timeout_s=600
 usage() {
   cat >&2 <<'EOF'
 usage: perf/simulator-validation.sh [-l LAYOUTS] [-r RATES] [-a ALGORITHMS] [-b MIN] [-e MAX]
                                     [-n ITERS] [-w WARMUP] [-t TIMEOUT_S] [--docs FILE]
+                                    [--block NAME]
   defaults: -l 2x1,2x2,3x2,4x1,2x4,4x2 (HOSTSxRANKS_PER_HOST) -r 250mbit,500mbit,1gbit
             -a ring,hierarchical,rabenseifner,double_binary_tree -b 1M -e 16M (by 4x) -n 3 -w 1,
             -t 600 seconds per run; BUILD_DIR (default build) holds bin/plexus-bench
+  algorithms: ring, hierarchical, rabenseifner, double_binary_tree, recursive_doubling, and
+            hierarchical_ring, hierarchical_halving (its lanes forced)
 EOF
   exit 2
 }
@@ -58,6 +69,7 @@ while [[ $# -gt 0 ]]; do
     -w) [[ $# -ge 2 ]] || usage; warmup=$2; shift 2 ;;
     -t) [[ $# -ge 2 ]] || usage; timeout_s=$2; shift 2 ;;
     --docs) [[ $# -ge 2 ]] || usage; docs=$2; shift 2 ;;
+    --block) [[ $# -ge 2 ]] || usage; block=$2; shift 2 ;;
     -h|--help) usage ;;
     *) die_usage "unknown argument '$1'" ;;
   esac
@@ -74,10 +86,13 @@ for rate in "${rate_list[@]}"; do
   [[ "$rate" =~ ^[1-9][0-9]{0,5}(mbit|gbit)$ ]] || die_usage "-r '$rate': give <N>mbit or <N>gbit"
 done
 for algorithm in "${algorithm_list[@]}"; do
-  [[ "$algorithm" =~ ^(ring|hierarchical|rabenseifner|double_binary_tree|recursive_doubling)$ ]] ||
-    die_usage "-a '$algorithm': one of ring, hierarchical, rabenseifner, double_binary_tree," \
-              "recursive_doubling"
+  [[ "$algorithm" =~ ^(ring|hierarchical(_ring|_halving)?|rabenseifner|double_binary_tree)$ ||
+     "$algorithm" == recursive_doubling ]] ||
+    die_usage "-a '$algorithm': one of ring, hierarchical, hierarchical_ring," \
+              "hierarchical_halving, rabenseifner, double_binary_tree, recursive_doubling"
 done
+[[ -z "$block" || "$block" =~ ^[a-z0-9-]{1,32}$ ]] ||
+  die_usage "--block '$block': 1-32 of a-z, 0-9 and -"
 # Whole numbers without leading zeros (bash would read 08 as octal, plexus-bench refuse it).
 [[ "$iters" =~ ^[1-9][0-9]{0,5}$ ]] || die_usage "-n '$iters': a whole number in 1..999999"
 [[ "$warmup" =~ ^(0|[1-9][0-9]{0,5})$ ]] || die_usage "-w '$warmup': a whole number in 0..999999"
@@ -116,13 +131,18 @@ for layout in "${layout_list[@]}"; do
       cmd=(scripts/emulated-cluster.sh --hosts "$hosts" --ranks-per-host "$per_host"
            --rate "$rate" --timeout "$timeout_s" -- "$bench" allreduce -b "$minbytes"
            -e "$maxbytes" -f 4 -n "$iters" -w "$warmup" -P 1 -J "$out_dir/$name.json")
-      echo "# $layout $rate allreduce:$algorithm"
-      run_child "$out_dir/$name.log" "$name" env PLEXUS_ALGO="allreduce:$algorithm" \
-        PLEXUS_CACHE_DIR="$out_dir/cache-$name" "${cmd[@]}" || status=1
+      # hierarchical_ring / hierarchical_halving: the hierarchical allreduce, lanes forced.
+      lanes=auto
+      [[ "$algorithm" == hierarchical_* ]] && lanes=${algorithm#hierarchical_}
+      base=${algorithm%_"$lanes"}
+      echo "# $layout $rate allreduce:$base, PLEXUS_HIERARCHICAL_LANES=$lanes"
+      run_child "$out_dir/$name.log" "$name" env PLEXUS_ALGO="allreduce:$base" \
+        PLEXUS_HIERARCHICAL_LANES="$lanes" PLEXUS_CACHE_DIR="$out_dir/cache-$name" \
+        "${cmd[@]}" || status=1
     done
   done
 done
 
 python3 perf/simulator/validation_table.py "$out_dir" "$started" "$docs" \
-  "$layouts" "$rates" "$algorithms" || status=1
+  "$layouts" "$rates" "$algorithms" "$block" || status=1
 exit "$status"

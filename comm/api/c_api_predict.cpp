@@ -41,6 +41,7 @@ CostShape member_shape(const plx_comm& comm, const std::vector<int>& members) {
   shape.nics_per_host = nics_in_use(layout, nic_ids);
   shape.peer_memory = comm.cost_shape.peer_memory;
   shape.eager_bytes = comm.cost_shape.eager_bytes;
+  shape.lanes = comm.cost_shape.lanes;
   return shape;
 }
 

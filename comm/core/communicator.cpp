@@ -295,6 +295,7 @@ plx_result_t finish_setup(plx_comm* comm) {
   comm->cost_shape = cost_shape(comm->hosts);
   comm->cost_shape.nics_per_host = nics_in_use(comm->hosts, comm->nic_ids);
   comm->cost_shape.eager_bytes = comm->transport->eager_bytes();
+  PLX_CHECK(lane_schedule_from_env(comm->rank, &comm->cost_shape.lanes));
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
   comm->executor->set_wait_hint([transport = comm->transport.get()] {
     return transport->wait_hint();

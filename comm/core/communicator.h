@@ -89,9 +89,11 @@ struct plx_comm {
   plexus::comm::AlgoOverrides overrides;
   std::string overrides_spec;
   std::string last_algorithm;  // "allreduce:ring", for plx_comm_last_algorithm
-  // The lane step (bytes) the last hierarchical allreduce ran with (CollArgs::lane_step_bytes,
-  // set by run_task.cpp), for tests that check the run takes the cost model's plan.
+  // The lane step (bytes) and schedule the last hierarchical allreduce ran with
+  // (CollArgs::lane_step_bytes and lane_halving, set by run_task.cpp), for tests that check the
+  // run takes the cost model's plan.
   size_t last_lane_step_bytes = 0;
+  bool last_lane_halving = false;
 
   // Pre-multiplied sums made by plx_red_op_create_premul_sum: op value -> (datatype, scalar).
   struct PremulOp {

@@ -68,8 +68,9 @@ std::string describe(const Signature& s) {
   }
   if (has_root(collective)) text += fmt::format("root {}, ", s.root);
   const auto id = static_cast<AlgorithmId>(s.algorithm);
-  return text + fmt::format("algorithm {})",
-                            id < AlgorithmId::kCount ? algorithm_name(id) : "?");
+  return text + fmt::format("algorithm {}{})",
+                            id < AlgorithmId::kCount ? algorithm_name(id) : "?",
+                            s.flags & kSignatureHalvingLanes ? " with halving lanes" : "");
 }
 
 Signature signature_of(const CollectiveOp& op, uint8_t algorithm) {
@@ -249,6 +250,7 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
     a.lane_halving = plan.halving;
     a.lane_step_bytes = plan.step_bytes;
     comm->last_lane_step_bytes = plan.step_bytes;
+    comm->last_lane_halving = plan.halving;
     a.intra_chunk_bytes = hierarchical_intra_slice_bytes(comm->chunk_bytes, comm->cost.alpha_s,
                                                          comm->cost.beta_s_per_byte);
   }
@@ -259,6 +261,11 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   }
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
   Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
+  // The lanes' schedule follows from values every rank shares, but PLEXUS_HIERARCHICAL_LANES
+  // may force it differently on one rank: compared, as the algorithm is.
+  if (chosen.id == AlgorithmId::AllreduceHierarchical && a.lane_halving) {
+    signature.flags |= kSignatureHalvingLanes;
+  }
   signature.registered = find_registered(comm, op, a) ? 1 : 0;
   CheckContext context{comm->rank};
   const NoteCheck riding{&signature, sizeof(signature), judge_notes, &context};

@@ -80,6 +80,27 @@ plx_result_t algo_overrides_from_env(int rank, AlgoOverrides* out) {
   return parse_algo_overrides(text.value_or(""), "PLEXUS_ALGO", rank, out);
 }
 
+plx_result_t parse_lane_schedule(std::string_view text, int rank, LaneSchedule* out) {
+  const std::string_view name = trim(text);
+  if (name.empty() || name == "auto") {
+    *out = LaneSchedule::Auto;
+  } else if (name == "ring") {
+    *out = LaneSchedule::Ring;
+  } else if (name == "halving") {
+    *out = LaneSchedule::Halving;
+  } else {
+    return set_error(PLX_ERROR_INVALID_ARGUMENT,
+                     fmt::format("PLEXUS_HIERARCHICAL_LANES=\"{}\": {}not one of auto, ring, "
+                                 "halving",
+                                 text, rank >= 0 ? fmt::format("rank {}: ", rank) : ""));
+  }
+  return PLX_SUCCESS;
+}
+
+plx_result_t lane_schedule_from_env(int rank, LaneSchedule* out) {
+  return parse_lane_schedule(config_string("PLEXUS_HIERARCHICAL_LANES").value_or(""), rank, out);
+}
+
 std::string format_algo_overrides(const AlgoOverrides& overrides) {
   std::string out;
   for (size_t c = 0; c < kCollectiveCount; ++c) {

@@ -1,6 +1,8 @@
-// algo_override.h - the user's forced algorithm choices: PLEXUS_ALGO and plx_comm_set_algorithm.
+// algo_override.h - the user's forced algorithm choices: PLEXUS_ALGO and plx_comm_set_algorithm,
+// and PLEXUS_HIERARCHICAL_LANES (the hierarchical allreduce's lanes).
 //
-// Both take the same text: a comma-separated list of collective:algorithm pairs,
+// PLEXUS_ALGO and plx_comm_set_algorithm take the same text: a comma-separated list of
+// collective:algorithm pairs,
 //
 //   PLEXUS_ALGO="allreduce:ring, broadcast:binomial"
 //
@@ -17,6 +19,7 @@
 #include <string_view>
 
 #include "comm/tuning/algorithm_id.h"
+#include "comm/tuning/cost_shape.h"
 #include "plexus/plexus.h"
 
 namespace plexus::comm {
@@ -53,6 +56,14 @@ plx_result_t parse_algo_overrides(std::string_view text, AlgoOverrides* out);
 
 // The overrides of PLEXUS_ALGO (none when it is unset or empty), as parse_algo_overrides.
 plx_result_t algo_overrides_from_env(int rank, AlgoOverrides* out);
+
+// PLEXUS_HIERARCHICAL_LANES: the schedule of the hierarchical allreduce's lanes across hosts,
+// "ring", "halving" (recursive halving and doubling, lane_halving.h) or "auto" (the cost
+// model's choice; also "" and unset). Surrounding whitespace is ignored. Anything else:
+// PLX_ERROR_INVALID_ARGUMENT, the message naming the variable, its value and `rank` (none
+// when -1: plexus-topo); *out is written only on success.
+plx_result_t parse_lane_schedule(std::string_view text, int rank, LaneSchedule* out);
+plx_result_t lane_schedule_from_env(int rank, LaneSchedule* out);
 
 // The overrides as text that parse_algo_overrides accepts ("allreduce:ring,broadcast:binomial";
 // "" when none), in collective order.

@@ -20,6 +20,7 @@
 // kPairwiseExactRanks ranks, O(n log n) otherwise), so a prediction stays O(log n).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ namespace plexus::comm {
 // Above this many ranks the pairwise exchange's loads are not counted step by step: every step
 // is charged the largest host's size.
 constexpr int kPairwiseExactRanks = 2048;
+
+// The schedule of the hierarchical allreduce's lanes across hosts (hierarchical_cost.h):
+// chosen by the cost model (Auto), or forced by PLEXUS_HIERARCHICAL_LANES (algo_override.h).
+enum class LaneSchedule : uint8_t { Auto, Ring, Halving };
 
 struct CostShape {
   int nranks = 1;
@@ -61,6 +66,8 @@ struct CostShape {
   // fall back to); across hosts the hierarchical algorithms' intra-host phases are priced at
   // memory speed (hierarchical_cost.h).
   bool peer_memory = false;
+  // The lanes' schedule the user forced (PLEXUS_HIERARCHICAL_LANES), or Auto: the model's.
+  LaneSchedule lanes = LaneSchedule::Auto;
 
   bool multi_host() const { return hosts > 1; }
 };

@@ -137,7 +137,9 @@ struct Hier {
   // The lanes' allreduce of y bytes per lane between the K hosts, lanes in parallel: the ring
   // ([PY]: 2(K-1) steps of y/K), or recursive halving and doubling ([TRG]; lane_halving.h:
   // 2 log2 P steps moving 2(P-1)/P y, and for K not a power of two one step more each way that
-  // moves the whole block, which the paired hosts' links carry).
+  // moves the whole block, which the paired hosts' links carry: the fold in, the result back
+  // out, one after the other in a segment but in opposite directions, so that in the pipeline
+  // one segment's return crosses beside the next one's fold: return_bytes below).
   // A ring step is one message of up to max(c, step) bytes (c = 0: unsliced): the run sends each
   // step whole, and a lane step longer than the chunk (hierarchical_lane_step_limit) is one
   // message.
@@ -154,6 +156,11 @@ struct Hier {
                      lane_beta(2 * (P - 1) / P * y + 2 * extra * y),
                      q() * ((P - 1) / P + extra) * y * p.gamma};
   }
+  // The halving lanes' return of the folded hosts' blocks (lanes() above): one whole block,
+  // priced at the link's rate, when K is not a power of two.
+  double return_bytes(double y) const {
+    return s.hosts > floor_pow2(s.hosts) ? lane_beta(y) : 0.0;
+  }
   // [UY], [TH]: per segment of m/S, intra reduce-scatter of the M blocks y = m/(S M) (a host
   // of L ranks holds ceil(M/L) of them), the lanes' allreduce of each block between the K hosts,
   // intra allgather; two boundaries; the S segments pipelined as the header says.
@@ -168,6 +175,7 @@ struct Hier {
     parts.lane_halving = halving;
     parts.lane_step_bytes = step;
     parts.network = lanes(y, halving, step);
+    parts.network_return_bytes = halving ? return_bytes(y) : 0;
     // The pipelined allreduce's intra-host rings slice by hierarchical_intra_slice_bytes.
     const size_t slice = hierarchical_intra_slice_bytes(c, p.alpha_intra, p.beta_intra);
     parts.reduce_scatter = intra(y, blocks, M() * y, true, slice);
@@ -179,10 +187,14 @@ struct Hier {
   // (kHalvingGain); never with one lane (the run is the flat ring then), for K = 2, where both
   // move the same bytes in the same two steps, or with one-level parameters (the price has one
   // segment there, S = 1, while the run still cuts the vector by the lane step: the ring's
-  // slices(y/K) latencies stand for its segments, halving's price would have none).
+  // slices(y/K) latencies stand for its segments, halving's price would have none). A schedule
+  // the user forced (CostShape::lanes) is taken wherever there are lanes and three hosts or
+  // more, one-level parameters included.
   HierarchicalAllreduceParts allreduce_parts_at(double m, size_t step) const {
     const HierarchicalAllreduceParts ring = allreduce_parts(m, false, step);
-    if (s.hosts <= 2 || s.max_local < 2 || !p.shared_link) return ring;
+    if (s.hosts <= 2 || s.max_local < 2 || s.lanes == LaneSchedule::Ring) return ring;
+    if (s.lanes == LaneSchedule::Halving) return allreduce_parts(m, true, step);
+    if (!p.shared_link) return ring;
     const HierarchicalAllreduceParts halving = allreduce_parts(m, true, step);
     return halving.total() <= kHalvingGain * ring.total() ? halving : ring;
   }

@@ -45,11 +45,18 @@ struct HierarchicalAllreduceParts {
   bool lane_halving = false;  // the lanes run recursive halving and doubling, not the ring
   size_t lane_step_bytes = 0;  // the lane step the segments are cut for (hierarchical_segments.h)
   PhaseCost reduce_scatter, allgather, network;
+  // Of network.bytes, what crosses the link the other way from the rest of a segment's lanes
+  // and so, in the pipeline, beside the next segment's: halving lanes on K hosts, not a power of
+  // two, fold a paired host's whole block in at their start and send the result back at their
+  // end; one segment pays both in turn, the steady pipeline one per direction.
+  double network_return_bytes = 0;
   double boundaries = 0;
   double host() const { return reduce_scatter.total() + allgather.total(); }
+  // The link's share of one segment in the steady pipeline.
+  double network_link() const { return network.bytes - network_return_bytes; }
   double network_stage() const {
     const double shared = network.total() / (in_flight > 1 ? in_flight : 1);
-    return network.bytes > shared ? network.bytes : shared;
+    return network_link() > shared ? network_link() : shared;
   }
   double total() const {
     const double stage = network_stage();
@@ -59,18 +66,19 @@ struct HierarchicalAllreduceParts {
   // The same pipeline with each phase's bytes term only, no boundaries: the schedule's
   // bandwidth bound (cost_model.h bound_seconds).
   double bytes_total() const {
-    const double h = reduce_scatter.bytes + allgather.bytes, n = network.bytes;
-    return h + n + (segments - 1) * (h > n ? h : n);
+    const double h = reduce_scatter.bytes + allgather.bytes, n = network_link();
+    return h + network.bytes + (segments - 1) * (h > n ? h : n);
   }
 };
 
 // The parts above for `bytes` on `shape` (shape.hosts > 1), as hierarchical_seconds prices
 // AllreduceHierarchical: total() equals it. The lanes' schedule is recursive halving and
 // doubling (comm/algorithms/lane_halving.h) where it prices at most 0.9 of the ring's total
-// (the .cpp says why), else the ring (always with two hosts or one lane); lane_halving says
-// which. The lane step is hierarchical_lane_step_bytes below, or a power of two times it up to
-// hierarchical_segments.h's hierarchical_lane_step_limit where that prices faster;
-// lane_step_bytes says which. The run takes both (cost_model.h hierarchical_lane_plan).
+// (the .cpp says why), else the ring (always with two hosts or one lane), unless shape.lanes
+// forces one (PLEXUS_HIERARCHICAL_LANES; still the ring with two hosts or one lane);
+// lane_halving says which. The lane step is hierarchical_lane_step_bytes below, or a power of
+// two times it up to hierarchical_segments.h's hierarchical_lane_step_limit where that prices
+// faster; lane_step_bytes says which. The run takes both (cost_model.h hierarchical_lane_plan).
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes);

@@ -4,9 +4,11 @@ allreduce algorithm and size, the busbw the cost model predicted (plexus-bench -
 "predicted_time", plx_comm_predict_time) against the busbw measured (out of place), and
 measured / predicted time, marked "**" beyond 15%.
 
-Usage: validation_table.py OUT_DIR STARTED DOCS LAYOUTS RATES ALGORITHMS
+Usage: validation_table.py OUT_DIR STARTED DOCS LAYOUTS RATES ALGORITHMS [BLOCK]
   OUT_DIR holds <layout>-<rate>-<algorithm>.json (plexus-bench -J); DOCS is "" or a Markdown file
-  whose block between the markers below is replaced (appended when they are missing).
+  whose block between the markers below is replaced (appended when they are missing); BLOCK
+  names another block ("<!-- perf/simulator-validation.sh BLOCK: begin -->"). hierarchical_ring
+  and hierarchical_halving are the hierarchical allreduce with its lanes forced.
 Exit status 1 when a run's JSON is missing or any element was wrong, else 0.
 """
 import json
@@ -16,8 +18,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from doc_block import replace_block  # noqa: E402  (perf/lib/doc_block.py)
 
-BEGIN = "<!-- perf/simulator-validation.sh: begin -->"
-END = "<!-- perf/simulator-validation.sh: end -->"
+MARKER = "<!-- perf/simulator-validation.sh{}: {} -->"
 TOLERANCE = 0.15
 
 
@@ -30,6 +31,7 @@ def size_text(size):
 
 def main():
     out_dir, started, docs, layouts, rates, algorithms = sys.argv[1:7]
+    block = sys.argv[7] if len(sys.argv) > 7 else ""
     status = 0
     wrong = 0
     lines = [
@@ -69,7 +71,9 @@ def main():
                     total += 1
                     within += 0 if off else 1
                     used = oop["algorithm"].split(":")[-1]
-                    name = algorithm if used == algorithm else f"{algorithm} (ran {used})"
+                    # hierarchical_ring and hierarchical_halving run "hierarchical".
+                    forced = algorithm.removesuffix("_ring").removesuffix("_halving")
+                    name = algorithm if used == forced else f"{algorithm} (ran {used})"
                     lines.append(f"| {layout} | {rate} | {name} | {size_text(row['size'])} | "
                                  f"{predicted_busbw:.3f} | {oop['bus_bw']:.3f} | "
                                  f"{'**' if off else ''}{ratio:.2f}{'**' if off else ''} |")
@@ -80,7 +84,8 @@ def main():
     if wrong:
         status = 1
     if docs:
-        replace_block(docs, BEGIN, END, text + "\n")
+        name = f" {block}" if block else ""
+        replace_block(docs, MARKER.format(name, "begin"), MARKER.format(name, "end"), text + "\n")
         print(f"# wrote the table into {docs}")
     return status
 

@@ -12,7 +12,8 @@
 // the model may prefer rabenseifner, whose first halving step stays inside the hosts), a flat
 // one for a small vector. On one host the same parameters never choose it. One 2 x 2 world
 // measures both levels instead and caches them. On 4 x 2 and on 5 hosts of 6 ranks the allreduce
-// runs its lanes by recursive halving at the counts where the model picks it.
+// runs its lanes by recursive halving at the counts where the model picks it, and on 4 x 2 the
+// schedule PLEXUS_HIERARCHICAL_LANES forces.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -223,9 +224,10 @@ std::vector<Call> halving_calls(const World& world) {
   return calls;
 }
 
+const World k4x2{"4x2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-b",
+                         "hier-test-c", "hier-test-c", "hier-test-d", "hier-test-d"}};
+
 TEST(HierarchicalRanks, HalvingLanesOnFourAndFiveHosts) {
-  const World k4x2{"4x2", {"hier-test-a", "hier-test-a", "hier-test-b", "hier-test-b",
-                           "hier-test-c", "hier-test-c", "hier-test-d", "hier-test-d"}};
   // Five hosts, one of two ranks (two lanes, the other hosts holding both): P = 4, and hosts a
   // and b fold into one member of the halving.
   const World k5{"5 hosts", {"hier-test-a", "hier-test-b", "hier-test-c", "hier-test-a",
@@ -237,6 +239,80 @@ TEST(HierarchicalRanks, HalvingLanesOnFourAndFiveHosts) {
       return run_forced(comm, calls, world->name);
     });
   }
+}
+
+// PLEXUS_HIERARCHICAL_LANES over real ranks on 4 x 2: lanes forced to halving run it at the
+// counts where the model keeps the ring, lanes forced to the ring run it where the model halves,
+// bit for bit, each rank recording the schedule it ran; and a split whose ranks read different
+// schedules fails on every rank with PLX_ERROR_MISMATCH naming the halving lanes, recvbuf
+// untouched.
+TEST(HierarchicalRanks, LanesForcedByTheUser) {
+  comm::CostParams params;
+  ASSERT_EQ(comm::parse_cost_model(kTwoLevelModel, 0, &params), PLX_SUCCESS);
+  comm::CostShape shape = comm::cost_shape(comm::host_layout(k4x2.hosts));
+  shape.peer_memory = true;
+  shape.eager_bytes = 16384 - 128;  // tcp;ofi_rxm's default, as the communicator reads it
+  std::vector<Call> model_ring, model_halving;
+  size_t t = 0;
+  for (size_t count : {size_t{2}, size_t{1009}, size_t{65537}, size_t{262147}}) {
+    for (plx_red_op_t op : {PLX_SUM, PLX_MAX}) {
+      const Call c{"allreduce", count, PLX_FLOAT32, op, (t++ % 2) == 1, 0};
+      (comm::hierarchical_lane_plan(count * 4, shape, params, kChunkBytes).halving
+           ? model_halving
+           : model_ring)
+          .push_back(c);
+    }
+  }
+  ASSERT_GE(model_ring.size(), 2u) << "the model should keep the ring at some counts";
+  ASSERT_GE(model_halving.size(), 2u) << "and halve the lanes at others";
+  struct Forced {
+    const char* lanes;
+    const std::vector<Call>* calls;
+    bool halving;
+  };
+  for (const Forced& forced : {Forced{"halving", &model_ring, true},
+                               Forced{"ring", &model_halving, false}}) {
+    EnvList env = tcp_env(kTwoLevelModel);
+    env.push_back({"PLEXUS_HIERARCHICAL_LANES", forced.lanes});
+    run_world(k4x2, env, [&](int, plx_comm_t comm) {
+      for (const Call& c : *forced.calls) {
+        const std::string why = run_forced(comm, {c}, k4x2.name);
+        if (!why.empty()) return std::string(forced.lanes) + ": " + why;
+        if (comm->last_lane_halving != forced.halving) {
+          return std::string(forced.lanes) + ": " + describe(c) + " ran " +
+                 (comm->last_lane_halving ? "halving" : "ring") + " lanes";
+        }
+      }
+      return std::string();
+    });
+  }
+  // Rank 5 reads "ring" where the others read "halving" when the split child is made.
+  run_world(k4x2, tcp_env(kTwoLevelModel), [](int rank, plx_comm_t comm) {
+    setenv("PLEXUS_HIERARCHICAL_LANES", rank == 5 ? "ring" : "halving", 1);
+    plx_comm_t child = nullptr;
+    std::string why = expect_success(plx_comm_split(comm, 0, rank, &child), "plx_comm_split");
+    unsetenv("PLEXUS_HIERARCHICAL_LANES");
+    if (!why.empty()) return why;
+    why = expect_success(plx_comm_set_algorithm(child, "allreduce:hierarchical"),
+                         "plx_comm_set_algorithm");
+    std::vector<float> send(1009, 1.0f), recv(1009, -7.0f);
+    const plx_result_t rc = why.empty() ? plx_allreduce(send.data(), recv.data(), send.size(),
+                                                        PLX_FLOAT32, PLX_SUM, child, nullptr)
+                                        : PLX_SUCCESS;
+    const std::string message = plx_get_last_error(child);
+    if (why.empty() && rc != PLX_ERROR_MISMATCH) {
+      why = std::string("allreduce: ") + plx_get_error_string(rc) + ", want PLX_ERROR_MISMATCH";
+    }
+    if (why.empty() && message.find("algorithm hierarchical with halving lanes") ==
+                           std::string::npos) {
+      why = "the mismatch does not name the halving lanes: " + message;
+    }
+    if (why.empty() && (recv.front() != -7.0f || recv.back() != -7.0f)) {
+      why = "recvbuf written on a mismatch";
+    }
+    plx_comm_destroy(child);
+    return why;
+  });
 }
 
 // Lane steps longer than the chunk (hierarchical_segments.h hierarchical_lane_step_limit) over

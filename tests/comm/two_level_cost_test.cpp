@@ -25,6 +25,7 @@
 #include "comm/algorithms/host_tree.h"
 #include "comm/base/error.h"
 #include "comm/transport/tag.h"
+#include "comm/tuning/algo_override.h"
 #include "comm/tuning/algorithm_id.h"
 #include "comm/tuning/cost_cache.h"
 #include "comm/tuning/cost_model.h"
@@ -275,6 +276,81 @@ TEST(TwoLevelModelTest, LanesHalveWhereTheirLatenciesOutweighTheRingsBytes) {
   EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(65536, four, two, 1024, false).segments, 8);
   EXPECT_EQ(lane_steps_per_block(true, 4), 2u);
   EXPECT_EQ(lane_steps_per_block(false, 4), 4u);
+}
+
+// Halving lanes on K hosts, not a power of two, fold a paired host's block in and send the
+// result back out: a lone segment pays both in turn, the pipeline's steady stage one, since a
+// segment's return crosses the other way beside the next one's fold (the emulated 3 x 2 cluster
+// ran 1-16 MiB at 0.67-0.78 of the price that charged both). 5x2, 1 KiB chunk, 64 KiB: 16
+// segments of two 1 KiB steps per lane, y = 2048, lane_beta(b) = 2 lanes x 10 b on one link.
+TEST(TwoLevelModelTest, HalvingLanesReturnTheFoldedBlocksBesideTheNextSegment) {
+  const TwoLevelParams two{.alpha_intra = 10, .beta_intra = 1, .alpha_inter = 100,
+                           .beta_inter = 10, .gamma = 0.5, .shared_link = true};
+  const CostShape five = shape_of({"A", "A", "B", "B", "C", "C", "D", "D", "E", "E"});
+  const HierarchicalAllreduceParts halving =
+      hierarchical_allreduce_parts(65536, five, two, 1024, true);
+  ASSERT_DOUBLE_EQ(halving.segments, 16);
+  // One segment: 2(P-1)/P y + 2 y = 3.5 y; the steady stage 2.5 y.
+  EXPECT_DOUBLE_EQ(halving.network.bytes, 20 * 3.5 * 2048);
+  EXPECT_DOUBLE_EQ(halving.network_return_bytes, 20 * 2048);
+  EXPECT_DOUBLE_EQ(halving.network_link(), 20 * 2.5 * 2048);
+  EXPECT_DOUBLE_EQ(halving.network_stage(),
+                   std::max(20 * 2.5 * 2048, halving.network.total() / halving.in_flight));
+  EXPECT_DOUBLE_EQ(halving.total(),
+                   halving.host() + halving.network.total() + halving.boundaries +
+                       15 * std::max(halving.host(), halving.network_stage()));
+  // Hosts a power of two fold nothing; the ring returns nothing.
+  const CostShape four = shape_of({"A", "A", "B", "B", "C", "C", "D", "D"});
+  EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(65536, four, two, 1024, true)
+                       .network_return_bytes, 0);
+  EXPECT_DOUBLE_EQ(hierarchical_allreduce_parts(65536, five, two, 1024, false)
+                       .network_return_bytes, 0);
+}
+
+// PLEXUS_HIERARCHICAL_LANES (CostShape::lanes): a forced schedule is priced and planned
+// against the margin, and with one-level parameters, wherever there are lanes and three hosts
+// or more; two hosts and one rank per host keep the ring.
+TEST(TwoLevelModelTest, LanesForcedByTheUserArePricedAndPlanned) {
+  CostShape four = shape_of({"A", "A", "B", "B", "C", "C", "D", "D"});
+  const TwoLevelParams two{.alpha_intra = 10, .beta_intra = 1, .alpha_inter = 100,
+                           .beta_inter = 10, .gamma = 0.5, .shared_link = true};
+  // m = 1000: the model keeps the ring (17077.5; halving 16877.5, within the margin).
+  four.lanes = LaneSchedule::Halving;
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 1000, four, kTwo, 0), 16877.5);
+  EXPECT_TRUE(hierarchical_lane_plan(1000, four, kTwo, 0).halving);
+  EXPECT_TRUE(hierarchical_allreduce_parts(1000, four, two, 0).lane_halving);
+  EXPECT_TRUE(hierarchical_lane_plan(2, four, CostParams{10, 1, 0.5}, 16384).halving);
+  // m = 10: the model halves (604.375; the ring 804.375).
+  four.lanes = LaneSchedule::Ring;
+  EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 10, four, kTwo, 0), 804.375);
+  EXPECT_FALSE(hierarchical_lane_plan(10, four, kTwo, 0).halving);
+  four.lanes = LaneSchedule::Auto;
+  EXPECT_TRUE(hierarchical_lane_plan(10, four, kTwo, 0).halving);
+  for (const Ids& ids : {Ids{"A", "A", "B", "B"}, Ids{"A", "B", "C", "D"}}) {
+    CostShape shape = shape_of(ids);
+    shape.lanes = LaneSchedule::Halving;
+    EXPECT_FALSE(hierarchical_lane_plan(2, shape, kTwo, 0).halving) << ids.size();
+  }
+
+  LaneSchedule lanes = LaneSchedule::Auto;
+  ASSERT_EQ(parse_lane_schedule(" halving ", 0, &lanes), PLX_SUCCESS);
+  EXPECT_EQ(lanes, LaneSchedule::Halving);
+  ASSERT_EQ(parse_lane_schedule("ring", 0, &lanes), PLX_SUCCESS);
+  EXPECT_EQ(lanes, LaneSchedule::Ring);
+  for (const char* automatic : {"", "auto"}) {
+    ASSERT_EQ(parse_lane_schedule(automatic, 0, &lanes), PLX_SUCCESS);
+    EXPECT_EQ(lanes, LaneSchedule::Auto);
+  }
+  lanes = LaneSchedule::Ring;
+  EXPECT_EQ(parse_lane_schedule("tree", 3, &lanes), PLX_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(last_error(),
+               "PLEXUS_HIERARCHICAL_LANES=\"tree\": rank 3: not one of auto, ring, halving");
+  EXPECT_EQ(lanes, LaneSchedule::Ring);  // untouched
+  {
+    ScopedEnv env("PLEXUS_HIERARCHICAL_LANES", "halving");
+    ASSERT_EQ(lane_schedule_from_env(0, &lanes), PLX_SUCCESS);
+    EXPECT_EQ(lanes, LaneSchedule::Halving);
+  }
 }
 
 // The pipelined allreduce's intra-host ring slice (hierarchical_segments.h): the chunk, or 8
