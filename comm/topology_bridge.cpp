@@ -100,6 +100,15 @@ plx_result_t TopologyCostModel::check_cost_model_text(std::string_view cost_mode
   return PLX_SUCCESS;
 }
 
+plx_result_t TopologyCostModel::check_lane_schedule(std::string* error) {
+  LaneSchedule lanes = LaneSchedule::Auto;
+  if (lane_schedule_from_env(-1, &lanes) != PLX_SUCCESS) {
+    *error = last_error();
+    return PLX_ERROR_INVALID_ARGUMENT;
+  }
+  return PLX_SUCCESS;
+}
+
 plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const RankGroups& groups,
                                        std::string_view cost_model_text, size_t chunk_bytes,
                                        std::unique_ptr<TopologyCostModel>* out,
@@ -256,7 +265,8 @@ std::optional<HierarchicalPhases> TopologyCostModel::explain_hierarchical_allred
                             seconds(parts->network), parts->boundaries,
                             parts->network_stage(),          parts->total(),
                             parts->lane_halving,
-                            static_cast<double>(parts->lane_step_bytes)};
+                            static_cast<double>(parts->lane_step_bytes),
+                            parts->network_return_bytes};
 }
 
 double bus_factor(std::string_view collective, int nranks) {

@@ -68,6 +68,10 @@ struct HierarchicalPhases {
   double seconds = 0;
   bool lane_halving = false;  // the lanes run recursive halving and doubling, not the ring
   double lane_step_bytes = 0;  // the lane step the segments are cut for (hierarchical_segments.h)
+  // Seconds of network.bytes that the pipeline's steady stage does not pay: halving lanes on a
+  // host count not a power of two return the folded blocks beside the next segment's fold
+  // (HierarchicalAllreduceParts::network_return_bytes).
+  double network_return = 0;
   double host() const { return reduce_scatter.total() + allgather.total(); }
 };
 
@@ -90,6 +94,9 @@ class TopologyCostModel {
   // PLEXUS_COST_MODEL's text alone, as create() checks it: PLX_ERROR_INVALID_ARGUMENT with its
   // message for bad text, so that a tool can refuse it before printing anything.
   static plx_result_t check_cost_model_text(std::string_view cost_model_text, std::string* error);
+  // PLEXUS_HIERARCHICAL_LANES, as create() reads it: PLX_ERROR_INVALID_ARGUMENT with its
+  // message for a value that is no schedule, for the same purpose.
+  static plx_result_t check_lane_schedule(std::string* error);
   ~TopologyCostModel();
   TopologyCostModel(const TopologyCostModel&) = delete;
   TopologyCostModel& operator=(const TopologyCostModel&) = delete;

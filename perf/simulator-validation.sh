@@ -91,6 +91,16 @@ for algorithm in "${algorithm_list[@]}"; do
     die_usage "-a '$algorithm': one of ring, hierarchical, hierarchical_ring," \
               "hierarchical_halving, rabenseifner, double_binary_tree, recursive_doubling"
 done
+# A forced lane schedule runs only where halving may (hierarchical_cost.h): elsewhere the row
+# would be the ring's under another name.
+for algorithm in "${algorithm_list[@]}"; do
+  [[ "$algorithm" == hierarchical_* ]] || continue
+  for layout in "${layout_list[@]}"; do
+    (( ${layout%x*} >= 3 && ${layout#*x} >= 2 )) ||
+      die_usage "-a $algorithm on -l $layout: the lanes are a ring there (give layouts of 3" \
+                "hosts or more and 2 ranks per host or more)"
+  done
+done
 [[ -z "$block" || "$block" =~ ^[a-z0-9-]{1,32}$ ]] ||
   die_usage "--block '$block': 1-32 of a-z, 0-9 and -"
 # Whole numbers without leading zeros (bash would read 08 as octal, plexus-bench refuse it).

@@ -88,9 +88,9 @@ plx_result_t parse_endpoint_records(int rank, const std::vector<Bytes>& records,
                        fmt::format("rank {}: ranks disagree on transport settings: rank {} has "
                                    "'{}', rank {} has '{}' (set PLEXUS_FI_PROVIDER, "
                                    "PLEXUS_CHUNK_BYTES, PLEXUS_FI_MAX_MSG_BYTES, "
-                                   "FI_OFI_RXM_BUFFER_SIZE and FI_OFI_RXM_EAGER_LIMIT alike "
-                                   "on every rank; eager_bytes 0 is a value neither could "
-                                   "give)",
+                                   "FI_OFI_RXM_BUFFER_SIZE, FI_OFI_RXM_EAGER_LIMIT and "
+                                   "PLEXUS_HIERARCHICAL_LANES alike on every rank; eager_bytes "
+                                   "0 is a value neither could give)",
                                    rank, rank, my_provider, r, provider));
     }
     nics->emplace_back(zero + 1, second);
@@ -179,6 +179,8 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   PLX_CHECK(config_chunk_bytes(&comm->chunk_bytes));
   std::optional<size_t> max_msg_bytes;
   PLX_CHECK(config_bytes("PLEXUS_FI_MAX_MSG_BYTES", 0, SIZE_MAX, &max_msg_bytes));
+  LaneSchedule lanes = LaneSchedule::Auto;
+  PLX_CHECK(lane_schedule_from_env(setup.rank, &lanes));
   {  // read by the libfabric transport; a bad value fails every transport alike
     std::optional<int64_t> fi_hmem;
     if (config_integer("PLEXUS_FI_HMEM", 0, 2, &fi_hmem) != PLX_SUCCESS) {
@@ -238,10 +240,12 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   const std::string provider = comm->transport->name();
   // Every rank must slice and split messages alike, or their messages will not match (and
   // libfabric's shm provider spins on a truncated receive): the settings travel with the
-  // provider name and are compared.
+  // provider name and are compared. So does the hierarchical allreduce's lane schedule: its
+  // plan (step and schedule) follows from these and from it.
   const std::string settings =
-      fmt::format("{} chunk_bytes={} max_msg_bytes={} eager_bytes={}", provider,
-                  comm->chunk_bytes, max_msg_bytes.value_or(0), comm->transport->eager_bytes());
+      fmt::format("{} chunk_bytes={} max_msg_bytes={} eager_bytes={} hierarchical_lanes={}",
+                  provider, comm->chunk_bytes, max_msg_bytes.value_or(0),
+                  comm->transport->eager_bytes(), lane_schedule_name(lanes));
   std::vector<std::vector<uint8_t>> addresses{comm->transport->local_address()};
   std::vector<std::string> nics{comm->transport->nic()};
   if (rendezvous) {
@@ -257,6 +261,7 @@ plx_result_t set_up(plx_comm* comm, CommSetup& setup) {
   for (const Bytes& record : records) comm->host_ids.push_back(record_host(record));
   comm->nic_ids = std::move(nics);
   PLX_CHECK(finish_setup(comm));
+  comm->cost_shape.lanes = lanes;  // a split child keeps its parent's (communicator_split.cpp)
 
   // 5. The cost model: rank 0's parameters (cached per host, else measured), on every rank. A
   // last rendezvous round then holds every rank until all have them, so no rank leaves (and,
@@ -295,7 +300,6 @@ plx_result_t finish_setup(plx_comm* comm) {
   comm->cost_shape = cost_shape(comm->hosts);
   comm->cost_shape.nics_per_host = nics_in_use(comm->hosts, comm->nic_ids);
   comm->cost_shape.eager_bytes = comm->transport->eager_bytes();
-  PLX_CHECK(lane_schedule_from_env(comm->rank, &comm->cost_shape.lanes));
   comm->executor = std::make_unique<Executor>([comm](Task& task) { run_task(comm, task); });
   comm->executor->set_wait_hint([transport = comm->transport.get()] {
     return transport->wait_hint();

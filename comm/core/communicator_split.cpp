@@ -143,6 +143,7 @@ plx_result_t split(plx_comm* parent, int color, int key, plx_comm** out) {
   child->cost = parent->cost;
   child->overrides = parent->overrides;
   child->overrides_spec = parent->overrides_spec;
+  child->cost_shape.lanes = parent->cost_shape.lanes;  // compared when the world was created
   // 5. Everyone connected before anyone sends.
   if (size > 1) {
     PLX_CHECK(dissemination_barrier(*child->transport, child->next_tag_base(), CollArgs{}));

@@ -68,9 +68,8 @@ std::string describe(const Signature& s) {
   }
   if (has_root(collective)) text += fmt::format("root {}, ", s.root);
   const auto id = static_cast<AlgorithmId>(s.algorithm);
-  return text + fmt::format("algorithm {}{})",
-                            id < AlgorithmId::kCount ? algorithm_name(id) : "?",
-                            s.flags & kSignatureHalvingLanes ? " with halving lanes" : "");
+  return text + fmt::format("algorithm {})",
+                            id < AlgorithmId::kCount ? algorithm_name(id) : "?");
 }
 
 Signature signature_of(const CollectiveOp& op, uint8_t algorithm) {
@@ -261,11 +260,6 @@ plx_result_t run_collective(plx_comm* comm, CollectiveOp& op) {
   }
   comm->last_algorithm = qualified_algorithm_name(chosen.id);
   Signature signature = signature_of(op, static_cast<uint8_t>(chosen.id));
-  // The lanes' schedule follows from values every rank shares, but PLEXUS_HIERARCHICAL_LANES
-  // may force it differently on one rank: compared, as the algorithm is.
-  if (chosen.id == AlgorithmId::AllreduceHierarchical && a.lane_halving) {
-    signature.flags |= kSignatureHalvingLanes;
-  }
   signature.registered = find_registered(comm, op, a) ? 1 : 0;
   CheckContext context{comm->rank};
   const NoteCheck riding{&signature, sizeof(signature), judge_notes, &context};

@@ -45,7 +45,7 @@ struct Signature {
   int32_t root = 0;
   uint64_t count = 0;
   uint64_t premul_scalar = 0;  // bits of the scalar, 0 when not a pre-multiplied sum
-  uint32_t flags = 0;          // kSignaturePremul, kSignatureRefused, kSignatureHalvingLanes
+  uint32_t flags = 0;          // kSignaturePremul, kSignatureRefused
   // 1 when this rank's buffers that the registered shm paths would need are registered
   // (CollArgs::registered). Not compared: ranks may differ; the check ANDs it over the ranks.
   uint32_t registered = 0;
@@ -53,8 +53,6 @@ struct Signature {
 static_assert(sizeof(Signature) == 32, "the signature travels as 32 bytes");
 constexpr uint32_t kSignaturePremul = 1u;   // flags: a pre-multiplied sum
 constexpr uint32_t kSignatureRefused = 2u;  // flags: the rank refused its call's arguments
-// flags: a hierarchical allreduce whose lanes run recursive halving (CollArgs::lane_halving)
-constexpr uint32_t kSignatureHalvingLanes = 4u;
 
 // Describes one side for the mismatch message, e.g. "allreduce(count 100, float32, sum, ring)".
 using DescribeSignature = std::string (*)(const Signature&);

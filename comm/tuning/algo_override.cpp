@@ -97,6 +97,15 @@ plx_result_t parse_lane_schedule(std::string_view text, int rank, LaneSchedule* 
   return PLX_SUCCESS;
 }
 
+const char* lane_schedule_name(LaneSchedule lanes) {
+  switch (lanes) {
+    case LaneSchedule::Ring: return "ring";
+    case LaneSchedule::Halving: return "halving";
+    case LaneSchedule::Auto: break;
+  }
+  return "auto";
+}
+
 plx_result_t lane_schedule_from_env(int rank, LaneSchedule* out) {
   return parse_lane_schedule(config_string("PLEXUS_HIERARCHICAL_LANES").value_or(""), rank, out);
 }

@@ -62,8 +62,12 @@ plx_result_t algo_overrides_from_env(int rank, AlgoOverrides* out);
 // model's choice; also "" and unset). Surrounding whitespace is ignored. Anything else:
 // PLX_ERROR_INVALID_ARGUMENT, the message naming the variable, its value and `rank` (none
 // when -1: plexus-topo); *out is written only on success.
+// A communicator reads it once, at creation, and compares it across the ranks with the
+// transport's settings (communicator.cpp); split children keep their parent's.
 plx_result_t parse_lane_schedule(std::string_view text, int rank, LaneSchedule* out);
 plx_result_t lane_schedule_from_env(int rank, LaneSchedule* out);
+// "auto", "ring" or "halving", as parse_lane_schedule reads it.
+const char* lane_schedule_name(LaneSchedule lanes);
 
 // The overrides as text that parse_algo_overrides accepts ("allreduce:ring,broadcast:binomial";
 // "" when none), in collective order.

@@ -188,14 +188,13 @@ struct Hier {
   // move the same bytes in the same two steps, or with one-level parameters (the price has one
   // segment there, S = 1, while the run still cuts the vector by the lane step: the ring's
   // slices(y/K) latencies stand for its segments, halving's price would have none). A schedule
-  // the user forced (CostShape::lanes) is taken wherever there are lanes and three hosts or
-  // more, one-level parameters included.
+  // the user forced (CostShape::lanes) is taken wherever halving may run by these rules.
   HierarchicalAllreduceParts allreduce_parts_at(double m, size_t step) const {
     const HierarchicalAllreduceParts ring = allreduce_parts(m, false, step);
-    if (s.hosts <= 2 || s.max_local < 2 || s.lanes == LaneSchedule::Ring) return ring;
-    if (s.lanes == LaneSchedule::Halving) return allreduce_parts(m, true, step);
-    if (!p.shared_link) return ring;
+    if (s.hosts <= 2 || s.max_local < 2 || !p.shared_link) return ring;
+    if (s.lanes == LaneSchedule::Ring) return ring;
     const HierarchicalAllreduceParts halving = allreduce_parts(m, true, step);
+    if (s.lanes == LaneSchedule::Halving) return halving;
     return halving.total() <= kHalvingGain * ring.total() ? halving : ring;
   }
   // The plan the run uses (hierarchical_lane_plan): the lane step s of

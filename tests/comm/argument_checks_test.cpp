@@ -87,6 +87,40 @@ TEST(ArgumentChecks, RanksWithDifferentChunkSizesFailAtCreationNamingTheSetting)
       {"chunk_bytes=4096", "chunk_bytes=65536"});
 }
 
+// The hierarchical allreduce's lane schedule sets its plan (segments, steps), so ranks where
+// PLEXUS_HIERARCHICAL_LANES differs would run different plans, even where "auto" would halve
+// too (it may take another step): refused at creation.
+TEST(ArgumentChecks, RanksWithDifferentLaneSchedulesFailAtCreationNamingTheSetting) {
+  expect_settings_refused(
+      [](int rank) { setenv("PLEXUS_HIERARCHICAL_LANES", rank == 0 ? "halving" : "auto", 1); },
+      {"hierarchical_lanes=halving", "hierarchical_lanes=auto", "PLEXUS_HIERARCHICAL_LANES"});
+}
+
+// A value that is no schedule fails creation on the rank that has it, naming the variable and
+// the rank; the other rank hears of it from the rendezvous.
+TEST(ArgumentChecks, AnUnknownLaneScheduleFailsCreationNamingIt) {
+  const std::vector<RankOutcome> outcomes = run_ranks(
+      2,
+      [](int rank) {
+        if (rank == 1) setenv("PLEXUS_HIERARCHICAL_LANES", "tree", 1);
+        plx_comm_t comm = nullptr;
+        const plx_result_t r = plx_comm_init_from_env(&comm);
+        const plx_result_t want = rank == 1 ? PLX_ERROR_INVALID_ARGUMENT : PLX_ERROR_REMOTE;
+        if (r != want) {
+          return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
+        }
+        const std::string message = plx_get_last_error(nullptr);
+        if (rank == 1 && message.find("PLEXUS_HIERARCHICAL_LANES=\"tree\": rank 1: not one of "
+                                      "auto, ring, halving") == std::string::npos) {
+          return rank_failure(rank, "unexpected message: " + message);
+        }
+        return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
+      },
+      30.0);
+  std::string why;
+  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
 // The eager limit sets the hierarchical allreduce's segments (hierarchical_segments.h), so ranks
 // that read different FI_OFI_RXM_BUFFER_SIZE values would cut the vector differently: refused
 // at creation like the chunk size (tcp opens tcp;ofi_rxm on Debian 12's libfabric).

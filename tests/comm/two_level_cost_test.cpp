@@ -308,8 +308,8 @@ TEST(TwoLevelModelTest, HalvingLanesReturnTheFoldedBlocksBesideTheNextSegment) {
 }
 
 // PLEXUS_HIERARCHICAL_LANES (CostShape::lanes): a forced schedule is priced and planned
-// against the margin, and with one-level parameters, wherever there are lanes and three hosts
-// or more; two hosts and one rank per host keep the ring.
+// against the margin wherever halving may run; two hosts, one rank per host and one-level
+// parameters (whose price has one segment) keep the ring.
 TEST(TwoLevelModelTest, LanesForcedByTheUserArePricedAndPlanned) {
   CostShape four = shape_of({"A", "A", "B", "B", "C", "C", "D", "D"});
   const TwoLevelParams two{.alpha_intra = 10, .beta_intra = 1, .alpha_inter = 100,
@@ -319,7 +319,7 @@ TEST(TwoLevelModelTest, LanesForcedByTheUserArePricedAndPlanned) {
   EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 1000, four, kTwo, 0), 16877.5);
   EXPECT_TRUE(hierarchical_lane_plan(1000, four, kTwo, 0).halving);
   EXPECT_TRUE(hierarchical_allreduce_parts(1000, four, two, 0).lane_halving);
-  EXPECT_TRUE(hierarchical_lane_plan(2, four, CostParams{10, 1, 0.5}, 16384).halving);
+  EXPECT_FALSE(hierarchical_lane_plan(2, four, CostParams{10, 1, 0.5}, 16384).halving);
   // m = 10: the model halves (604.375; the ring 804.375).
   four.lanes = LaneSchedule::Ring;
   EXPECT_DOUBLE_EQ(predict_seconds(A::AllreduceHierarchical, 10, four, kTwo, 0), 804.375);

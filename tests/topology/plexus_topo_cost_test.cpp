@@ -256,6 +256,42 @@ TEST(PlexusTopoCost, SlowLinksShowTheFlatSliceAndOneRankPerHostIsTheRing) {
   EXPECT_NE(r.out.find("slices of 1 MiB\n"), std::string::npos) << r.out;
 }
 
+// PLEXUS_HIERARCHICAL_LANES reaches the simulator as it reaches a communicator: on 3 hosts of 2
+// ranks the forced halving lanes fold one pair of hosts, a lone segment paying the folded block
+// in and back out (3 y with the halving's y) and the steady stage one (its network_return_s),
+// and the forced ring returns nothing; a value that is no schedule fails before anything is
+// printed.
+TEST(PlexusTopoCost, LanesForcedByTheEnvironment) {
+  test::TempDir dir("plexus-topo-cost");
+  ClusterTopology cluster{"three CPU hosts",
+                          {cpu_host("a", 10000), cpu_host("b", 10000), cpu_host("c", 10000)}};
+  std::string file = write(dir, "three.json", to_json_text(cluster));
+  const std::vector<std::string> args = {"--topo-file", file, "--simulate", "--ranks-per-host",
+                                         "2", "--sizes", "64M", "--format", "json", "--explain"};
+  for (const std::string lanes : {"ring", "halving"}) {
+    ProcessResult r = topo(args, {"PLEXUS_HIERARCHICAL_LANES=" + lanes});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out << r.err;
+    const nlohmann::json h =
+        nlohmann::json::parse(r.out).at("rows").at(0).at("hierarchical_phases");
+    EXPECT_EQ(h["lane_schedule"], lanes) << h;
+    const double net = h["network"]["bytes_s"].get<double>();
+    const double back = h["network_return_s"].get<double>();
+    EXPECT_NEAR(back, lanes == "halving" ? net / 3 : 0.0, 1e-12 * net) << h;
+    const double net_total = h["network"]["latency_s"].get<double>() + net +
+                             h["network"]["reduction_s"].get<double>();
+    const double in_flight = std::min(h["segments"].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(h["network_stage_s"].get<double>(),
+                     std::max(net - back, net_total / in_flight))
+        << h;
+  }
+  ProcessResult bad = topo(args, {"PLEXUS_HIERARCHICAL_LANES=tree"});
+  EXPECT_TRUE(bad.exited && bad.exit_code == 2) << bad.out << bad.err;
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find("PLEXUS_HIERARCHICAL_LANES=\"tree\": not one of auto, ring, halving"),
+            std::string::npos)
+      << bad.err;
+}
+
 // Two ranks on each of two CPU hosts: each host's ranks share a segment, as in a communicator,
 // so the hierarchical allreduce's intra-host phases are priced as memory copies instead of
 // messages; the one-host shm algorithms stay out of the table.
@@ -291,6 +327,7 @@ TEST(PlexusTopoCost, HostsOfSeveralRanksShareASegmentEach) {
                       h["allgather"]["bytes_s"].get<double>();
   const double net = h["network"]["bytes_s"].get<double>();
   EXPECT_GT(host, 0) << h;
+  EXPECT_EQ(h["network_return_s"].get<double>(), 0) << h;  // ring lanes return nothing
   // The network stage: its bytes, or its whole time shared by the min(S, 3) segments in flight.
   const double net_total = h["network"]["latency_s"].get<double>() + net +
                            h["network"]["reduction_s"].get<double>();

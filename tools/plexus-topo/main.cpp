@@ -130,6 +130,9 @@ int main(int argc, char** argv) {
       plexus::comm::TopologyCostModel::check_cost_model_text(cost_model, &error) != PLX_SUCCESS) {
     return fail(PLX_ERROR_INVALID_ARGUMENT, error);  // before anything is printed
   }
+  if (plexus::comm::TopologyCostModel::check_lane_schedule(&error) != PLX_SUCCESS) {
+    return fail(PLX_ERROR_INVALID_ARGUMENT, error);
+  }
 
   ClusterTopology cluster;
   std::string origin;

@@ -36,6 +36,16 @@ std::string phase_text(const char* name, const comm::PhaseSeconds& p) {
          format_seconds(p.reduction) + ")";
 }
 
+// Why a network-bound pipeline's steady stage is less than the network phase, if it is.
+std::string network_share(const comm::HierarchicalPhases& h) {
+  if (h.network_stage == h.network.total()) return "";
+  if (h.network_return > 0 && h.network_stage == h.network.bytes - h.network_return) {
+    return " (the network's share: its bytes less the folded blocks' return, which crosses "
+           "beside the next segment's fold)";
+  }
+  return " (the network's share: lanes of several segments in flight)";
+}
+
 // --explain's second line: the phases of one segment and how the pipeline adds them up.
 std::string phases_text(const comm::HierarchicalPhases& h) {
   const double net = h.network.total();
@@ -57,9 +67,7 @@ std::string phases_text(const comm::HierarchicalPhases& h) {
          " stage bounds the pipeline: " + format_seconds(h.host() + net + h.boundaries) +
          " fill and drain + " + fmt::format("{:g}", h.segments - 1) + " x " +
          format_seconds(host_bound ? h.host() : h.network_stage) +
-         (host_bound || h.network_stage == net ? "" : " (the network's share: lanes of several "
-                                                      "segments in flight)") +
-         " = " + format_seconds(h.seconds);
+         (host_bound ? "" : network_share(h)) + " = " + format_seconds(h.seconds);
 }
 
 }  // namespace
@@ -155,6 +163,7 @@ plx_result_t print_simulation(FILE* out, const topology::ClusterTopology& cluste
                                       {"network", phase_json(phases->network)},
                                       {"boundaries_s", phases->boundaries},
                                       {"network_stage_s", phases->network_stage},
+                                      {"network_return_s", phases->network_return},
                                       {"lane_schedule", phases->lane_halving ? "halving" : "ring"},
                                       {"lane_step_bytes", phases->lane_step_bytes}};
       }

@@ -109,9 +109,11 @@ constexpr ConfigVariable kVariables[] = {
   {"PLEXUS_HIERARCHICAL_LANES", ConfigType::String, "auto",
    "Schedule of the hierarchical allreduce's lanes across hosts: \"ring\", \"halving\" "
    "(recursive halving and doubling) or \"auto\" (the cost model's choice; plexus-topo "
-   "--simulate --explain names it). Forced schedules apply from 3 hosts on, with at least 2 "
-   "ranks on some host (else the lanes are a ring). Set alike on every rank: each call's "
-   "argument check compares it. plexus-topo --simulate honours it too."},
+   "--simulate --explain names it). A forced schedule applies where the model may choose "
+   "halving: 3 hosts or more, 2 ranks on some host, a two-level cost model (measured across "
+   "hosts, or 5 values of PLEXUS_COST_MODEL); else the lanes are a ring. Read when a "
+   "communicator is created and compared across its ranks (creation fails where they "
+   "differ); split children keep it. plexus-topo --simulate honours it too."},
   {"PLEXUS_COST_MODEL", ConfigType::String, "",
    "\"alpha_us,beta_ns_per_byte,gamma_ns_per_byte\" (e.g. \"2.5,0.1,0.05\"): the cost model's "
    "latency, inverse bandwidth and reduction cost, used instead of measuring them; two more "
