@@ -53,7 +53,8 @@ usage: perf/simulator-validation.sh [-l LAYOUTS] [-r RATES] [-a ALGORITHMS] [-b 
             -a ring,hierarchical,rabenseifner,double_binary_tree -b 1M -e 16M (by 4x) -n 3 -w 1,
             -t 600 seconds per run; BUILD_DIR (default build) holds bin/plexus-bench
   algorithms: ring, hierarchical, rabenseifner, double_binary_tree, recursive_doubling, and
-            hierarchical_ring, hierarchical_halving (its lanes forced)
+            hierarchical_ring, hierarchical_halving (its lanes forced; only on layouts of 3
+            hosts or more with 2 ranks per host or more, e.g. -l 3x2,4x2)
 EOF
   exit 2
 }

@@ -113,7 +113,8 @@ struct CollArgs {
   // chunk_bytes alone, as without a two-level cost model).
   size_t lane_step_bytes = 0;
   // Whether its lanes run recursive halving and doubling (lane_halving.h) instead of the ring
-  // (the cost model's choice, hierarchical_cost.h; the same on every rank).
+  // (the cost model's choice, hierarchical_cost.h, or PLEXUS_HIERARCHICAL_LANES's, compared
+  // at creation; the same on every rank).
   bool lane_halving = false;
   // The slice of its intra-host rings (hierarchical_segments.h hierarchical_intra_slice_bytes;
   // 0: chunk_bytes).

@@ -69,9 +69,10 @@ std::optional<HierarchicalAllreduceParts> explain_hierarchical_allreduce(
 // How the hierarchical allreduce of `bytes` on `shape` runs its lanes, as its prediction above
 // takes it (comm/core/run_task.cpp passes both in CollArgs): halving, by recursive halving and
 // doubling (comm/algorithms/lane_halving.h) rather than the ring (false on one host and two,
-// and with one rank per host); step_bytes, the lane step its segments are cut for
-// (hierarchical_segments.h; with one-level parameters the rule's step without a two-level
-// model; 0 on one host and with one rank per host, where the run needs none).
+// with one rank per host and with one-level parameters, forced or not); step_bytes, the lane
+// step its segments are cut for (hierarchical_segments.h; with one-level parameters the rule's
+// step without a two-level model; 0 on one host and with one rank per host, where the run needs
+// none).
 struct HierarchicalLanePlan {
   bool halving = false;
   size_t step_bytes = 0;

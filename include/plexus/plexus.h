@@ -258,8 +258,11 @@ plx_result_t plx_get_unique_id(plx_unique_id_t* id);
  * id is malformed, or the server refused this rank's key ("this rendezvous belongs to another
  * job": a stale id) or did not prove it; PLX_ERROR_TIMEOUT if not every rank joined within
  * PLEXUS_TIMEOUT_MS; PLX_ERROR_REMOTE if ranks disagree on nranks, two ranks claim the same
- * rank, or another rank failed during creation (above); PLX_ERROR_TRANSPORT if no transport can
- * be opened (PLEXUS_TRANSPORT, PLEXUS_FI_PROVIDER). *comm is written only on success.
+ * rank, or another rank failed during creation (above); PLX_ERROR_INVALID_USAGE on every rank
+ * if the ranks' settings that must agree differ (the transport's provider, PLEXUS_CHUNK_BYTES,
+ * PLEXUS_FI_MAX_MSG_BYTES, the eager limit, PLEXUS_HIERARCHICAL_LANES; the message names both
+ * ranks' values); PLX_ERROR_TRANSPORT if no transport can be opened (PLEXUS_TRANSPORT,
+ * PLEXUS_FI_PROVIDER). *comm is written only on success.
  * Thread-safe for distinct comm outputs.
  */
 plx_result_t plx_comm_init_rank(plx_comm_t* comm, int nranks, plx_unique_id_t id, int rank);
@@ -616,7 +619,8 @@ plx_result_t plx_group_end(void);
  * PLX_UNDEFINED opts out (*newcomm = NULL). Colors must be >= 0 or PLX_UNDEFINED: a bad color
  * on any rank returns PLX_ERROR_INVALID_ARGUMENT on every rank (the message names the rank).
  * The new communicator has its own transport endpoint (no cross-talk with comm or any other
- * communicator), inherits comm's cost model, algorithm overrides and timeout, and learns of a
+ * communicator), inherits comm's cost model, algorithm overrides, timeout, chunk size and
+ * hierarchical lane schedule (PLEXUS_HIERARCHICAL_LANES is not read again), and learns of a
  * lost peer through comm's liveness channel while comm lives. It must be destroyed (or aborted)
  * on its own; its plx_comm_destroy waits for the other members (a barrier, bounded by the
  * timeout). *newcomm is written only on success.

@@ -111,7 +111,7 @@ constexpr ConfigVariable kVariables[] = {
    "(recursive halving and doubling) or \"auto\" (the cost model's choice; plexus-topo "
    "--simulate --explain names it). A forced schedule applies where the model may choose "
    "halving: 3 hosts or more, 2 ranks on some host, a two-level cost model (measured across "
-   "hosts, or 5 values of PLEXUS_COST_MODEL); else the lanes are a ring. Read when a "
+   "hosts, 5 values of PLEXUS_COST_MODEL, or plexus-topo's topology file); else the lanes are a ring. Read when a "
    "communicator is created and compared across its ranks (creation fails where they "
    "differ); split children keep it. plexus-topo --simulate honours it too."},
   {"PLEXUS_COST_MODEL", ConfigType::String, "",
