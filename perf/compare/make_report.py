@@ -30,6 +30,21 @@ from doc_block import replace_block  # noqa: E402  (perf/lib/doc_block.py)
 LIBRARIES = [("plexus", "Plexus"), ("plexus_reg", "Plexus, registered"), ("gloo", "Gloo"),
              ("openmpi", "Open MPI"), ("mpich", "MPICH")]
 PLEXUS_KEYS = [("plexus", "Plexus"), ("plexus_reg", "Plexus, registered")]
+# Collectives whose peers run in place by definition (MPI_Bcast and Gloo's broadcast have one
+# buffer): their tables also show Plexus in place (plexus-bench's in-place columns of the same
+# runs), the same operation as the peers', beside its out-of-place rows.
+IN_PLACE_PEERS = ("broadcast",)
+IN_PLACE = ("plexus_inplace", "Plexus, in place")
+
+
+def libraries(collective):
+    """The table's columns: LIBRARIES, with Plexus in place where the peers are in place."""
+    return LIBRARIES[:2] + [IN_PLACE] + LIBRARIES[2:] if collective in IN_PLACE_PEERS \
+        else LIBRARIES
+
+
+def plexus_keys(collective):
+    return PLEXUS_KEYS + [IN_PLACE] if collective in IN_PLACE_PEERS else PLEXUS_KEYS
 TARGET_RATIOS = (1.5, 2.0)
 TARGET_MIN_BYTES = 1 << 20
 TARGET_MAX_BYTES = 64 << 20
@@ -45,9 +60,10 @@ def bus_factor(collective, n):
     return (n - 1) / n
 
 
-def parse_bench(path, factor):
-    """{size: (time_us, busbw, wrong)} of the out-of-place columns, the description, a note.
-    busbw is recomputed from the size and the time (printed with more digits than busbw)."""
+def parse_bench(path, factor, in_place=False):
+    """{size: (time_us, busbw, wrong)} of the out-of-place columns (the in-place ones with
+    in_place: plexus-bench's columns 10-13), the description, a note. busbw is recomputed from
+    the size and the time (printed with more digits than busbw)."""
     rows, description, note = {}, "", ""
     if not os.path.exists(path):
         return rows, description, "not run"
@@ -65,12 +81,14 @@ def parse_bench(path, factor):
             if not line or line.startswith("#"):
                 continue
             fields = line.split()
-            if len(fields) < 9 or not fields[0].isdigit():
+            first = 9 if in_place else 5  # the time column of the half read
+            if len(fields) < first + 4 or not fields[0].isdigit():
                 continue
             try:
-                size, time_us = int(fields[0]), float(fields[5])
-                busbw = size / (time_us * 1e3) * factor if time_us > 0 else float(fields[7])
-                rows[size] = (time_us, busbw, fields[8])
+                size, time_us = int(fields[0]), float(fields[first])
+                busbw = size / (time_us * 1e3) * factor if time_us > 0 else \
+                    float(fields[first + 2])
+                rows[size] = (time_us, busbw, fields[first + 3])
             except ValueError:
                 continue
     status_path = path + ".status"
@@ -84,13 +102,15 @@ def parse_bench(path, factor):
 def parse_rounds(raw, key, n, factor):
     """parse_bench over every round of one library and rank count (KEY_nN_rK.txt): per size the
     fastest round's time (best-of-rounds, as STREAM reports its best pass), and a #wrong that is
-    not 0 if any round's is not."""
+    not 0 if any round's is not. "plexus_inplace" reads plexus's files, in-place columns."""
+    in_place = key == IN_PLACE[0]
+    key = "plexus" if in_place else key
     paths = sorted(glob.glob(os.path.join(raw, f"{key}_n{n}_r*.txt")))
     if not paths:
-        return parse_bench(os.path.join(raw, f"{key}_n{n}.txt"), factor)
+        return parse_bench(os.path.join(raw, f"{key}_n{n}.txt"), factor, in_place)
     best, description, note = {}, "", ""
     for path in paths:
-        rows, desc, why = parse_bench(path, factor)
+        rows, desc, why = parse_bench(path, factor, in_place)
         description, note = description or desc, note or why
         for size, (time_us, busbw, wrong) in rows.items():
             if size not in best:
@@ -149,18 +169,21 @@ def build_tables(args, data, stream, machine):
         libs = data[n]
         t = copy_threads(stream, n)
         bound = stream[t][0] / (2 * n) if t else None
-        lines.append(f"#### {args.collective}, {n} ranks on one host: busbw (GB/s, out of place)\n")
-        head = (["size"] + [name for _, name in LIBRARIES] + ["best peer"] +
-                [f"{name} / best peer" for _, name in PLEXUS_KEYS] + ["single-copy bound"])
+        place = "out of place" if args.collective not in IN_PLACE_PEERS else \
+            ("Plexus out of place but in its column \"in place\"; the peers' " +
+             args.collective + " is in place by definition, one buffer")
+        lines.append(f"#### {args.collective}, {n} ranks on one host: busbw (GB/s, {place})\n")
+        head = (["size"] + [name for _, name in args.libraries] + ["best peer"] +
+                [f"{name} / best peer" for _, name in args.plexus_keys] + ["single-copy bound"])
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "|".join(["---:"] * len(head)) + "|")
         sizes = sorted(set().union(*[set(rows) for rows, _, _ in libs.values()]))
-        met = {(key, target): 0 for key, _ in PLEXUS_KEYS for target in TARGET_RATIOS}
-        checked = {key: 0 for key, _ in PLEXUS_KEYS}
+        met = {(key, target): 0 for key, _ in args.plexus_keys for target in TARGET_RATIOS}
+        checked = {key: 0 for key, _ in args.plexus_keys}
         for size in sizes:
             cells = [human(size)]
             peer_best = None
-            for key, _ in LIBRARIES:
+            for key, _ in args.libraries:
                 rows = libs[key][0]
                 if size not in rows:
                     cells.append(libs[key][2] or "—")
@@ -173,7 +196,7 @@ def build_tables(args, data, stream, machine):
                 if not key.startswith("plexus") and wrong in ("0", "N/A"):
                     peer_best = max(peer_best or 0.0, busbw)
             cells.append(fmt_bw(peer_best))
-            for key, _ in PLEXUS_KEYS:
+            for key, _ in args.plexus_keys:
                 mine = libs[key][0].get(size)
                 ratio = mine[1] / peer_best if mine and peer_best and mine[2] in ("0", "N/A") \
                     else None
@@ -190,14 +213,14 @@ def build_tables(args, data, stream, machine):
     # 4 KiB latency.
     lines.append(f"#### {args.collective}: time of one {human(LATENCY_BYTES)} operation (µs, "
                  "out of place, lower is better)\n")
-    head = ["ranks"] + [name for _, name in LIBRARIES] + ["best peer", "Plexus no worse?"]
+    head = ["ranks"] + [name for _, name in args.libraries] + ["best peer", "Plexus no worse?"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---:"] * len(head)) + "|")
     latency_verdicts = []
     for n in args.ranks:
         libs = data[n]
         cells, best = [str(n)], None
-        for key, _ in LIBRARIES:
+        for key, _ in args.libraries:
             row = libs[key][0].get(LATENCY_BYTES)
             cells.append(fmt(row[0]) if row else (libs[key][2] or "—"))
             if row and not key.startswith("plexus"):
@@ -212,7 +235,7 @@ def build_tables(args, data, stream, machine):
     lines.append("#### Against the targets\n")
     for target in TARGET_RATIOS:
         for n, met, checked in verdicts:
-            for key, name in PLEXUS_KEYS:
+            for key, name in args.plexus_keys:
                 got, of = met[(key, target)], checked[key]
                 verdict = "not measured" if not of else "met" if got == of else "not met"
                 lines.append(f"- {name}: busbw ≥ {target}x the best peer from "
@@ -242,7 +265,7 @@ def write_plot(args, data, stream, png, raw):
         script.append(f"set xrange [{sizes[0] / 1.4}:{sizes[-1] * 1.4}]")
     for n in args.ranks:
         plots = []
-        for key, name in LIBRARIES:
+        for key, name in args.libraries:
             rows = data[n][key][0]
             points = [(s, v[1]) for s, v in sorted(rows.items()) if v[1] > 0]
             if not points:
@@ -274,9 +297,11 @@ def main():
     p.add_argument("--docs", required=True)
     args = p.parse_args()
     args.ranks = [int(n) for n in args.ranks.split(",") if n]
+    args.libraries = libraries(args.collective)
+    args.plexus_keys = plexus_keys(args.collective)
 
     data = {n: {key: parse_rounds(args.raw, key, n, bus_factor(args.collective, n))
-                for key, _ in LIBRARIES} for n in args.ranks}
+                for key, _ in args.libraries} for n in args.ranks}
     stream = parse_stream(os.path.join(args.raw, "stream.txt"))
     machine = open(os.path.join(args.raw, "machine.txt")).read().strip() \
         if os.path.exists(os.path.join(args.raw, "machine.txt")) else ""
@@ -291,7 +316,7 @@ def main():
     block = [f"Measured {today} with `{run_line}`.\n", "Machine:\n", "```", machine, "```\n",
              "Libraries (as each benchmark names itself):\n"]
     n0 = args.ranks[0]
-    for key, name in LIBRARIES:
+    for key, name in args.libraries:
         desc = data[n0][key][1] or data[n0][key][2] or "not run"
         block.append(f"- {name}: {desc}")
     block.append("")
