@@ -97,29 +97,44 @@ TEST(ArgumentChecks, RanksWithDifferentLaneSchedulesFailAtCreationNamingTheSetti
       {"hierarchical_lanes=halving", "hierarchical_lanes=auto", "PLEXUS_HIERARCHICAL_LANES"});
 }
 
-// A value that is no schedule fails creation on the rank that has it, naming the variable and
-// the rank; the other rank hears of it from the rendezvous.
-TEST(ArgumentChecks, AnUnknownLaneScheduleFailsCreationNamingIt) {
+// Rank 1's environment (`setup`, run in each rank before it creates the communicator) holds a
+// setting that fails creation there with `bad_rank`, before any endpoint opens; rank 0 hears of
+// it from the rendezvous (PLX_ERROR_REMOTE). Both messages hold every string of `expected`, and
+// no communicator is written.
+void expect_one_rank_refused(void (*setup)(int rank), plx_result_t bad_rank,
+                             std::vector<std::string> expected) {
   const std::vector<RankOutcome> outcomes = run_ranks(
       2,
-      [](int rank) {
-        if (rank == 1) setenv("PLEXUS_HIERARCHICAL_LANES", "tree", 1);
+      [setup, bad_rank, expected](int rank) {
+        setup(rank);
         plx_comm_t comm = nullptr;
         const plx_result_t r = plx_comm_init_from_env(&comm);
-        const plx_result_t want = rank == 1 ? PLX_ERROR_INVALID_ARGUMENT : PLX_ERROR_REMOTE;
+        const plx_result_t want = rank == 1 ? bad_rank : PLX_ERROR_REMOTE;
         if (r != want) {
           return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
         }
         const std::string message = plx_get_last_error(nullptr);
-        if (message.find("PLEXUS_HIERARCHICAL_LANES=\"tree\": rank 1: not one of auto, ring, "
-                         "halving") == std::string::npos) {
-          return rank_failure(rank, "unexpected message: " + message);
+        for (const std::string& part : expected) {
+          if (message.find(part) == std::string::npos) {
+            return rank_failure(rank, "message lacks '" + part + "': " + message);
+          }
         }
         return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
       },
       30.0);
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+// A value that is no schedule fails creation on the rank that has it, naming the variable and
+// the rank.
+TEST(ArgumentChecks, AnUnknownLaneScheduleFailsCreationNamingIt) {
+  expect_one_rank_refused(
+      [](int rank) {
+        if (rank == 1) setenv("PLEXUS_HIERARCHICAL_LANES", "tree", 1);
+      },
+      PLX_ERROR_INVALID_ARGUMENT,
+      {"PLEXUS_HIERARCHICAL_LANES=\"tree\": rank 1: not one of auto, ring, halving"});
 }
 
 // The eager limit sets the hierarchical allreduce's segments (hierarchical_segments.h), so ranks
@@ -139,29 +154,14 @@ TEST(ArgumentChecks, RanksWithDifferentRxmBufferSizesFailAtCreationNamingTheSett
 // never finished) fails on the rank that has it, naming the variable, before any endpoint
 // opens; the other rank hears of it from the rendezvous, within seconds, with the same text.
 TEST(ArgumentChecks, AnRxmBufferSizeAboveOneMebibyteFailsCreationNamingIt) {
-  const std::vector<RankOutcome> outcomes = run_ranks(
-      2,
+  expect_one_rank_refused(
       [](int rank) {
         setenv("PLEXUS_FI_PROVIDER", "tcp", 1);
         setenv("FI_TCP_IFACE", "lo", 1);
         if (rank == 1) setenv("FI_OFI_RXM_BUFFER_SIZE", "16777216", 1);
-        plx_comm_t comm = nullptr;
-        const plx_result_t r = plx_comm_init_from_env(&comm);
-        const plx_result_t want = rank == 1 ? PLX_ERROR_INVALID_USAGE : PLX_ERROR_REMOTE;
-        if (r != want) {
-          return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
-        }
-        const std::string message = plx_get_last_error(nullptr);
-        if (message.find("rank 1: FI_OFI_RXM_BUFFER_SIZE='16777216' is too large") ==
-                std::string::npos ||
-            message.find("give at most 1048576") == std::string::npos) {
-          return rank_failure(rank, "unexpected message: " + message);
-        }
-        return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
       },
-      30.0);
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+      PLX_ERROR_INVALID_USAGE,
+      {"rank 1: FI_OFI_RXM_BUFFER_SIZE='16777216' is too large", "give at most 1048576"});
 }
 
 }  // namespace
