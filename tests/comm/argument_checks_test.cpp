@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -53,23 +54,21 @@ TEST(ArgumentChecks, PartlyOverlappingBuffersAreRefusedAndNothingIsWritten) {
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
 
-// Two ranks whose environments differ by `setup` (run in each rank before it creates the
-// communicator) must both fail creation with PLX_ERROR_INVALID_USAGE, a message naming the
-// transport settings and every string of `expected`, and no communicator written.
-void expect_settings_refused(void (*setup)(int rank), std::vector<std::string> expected) {
+// Two ranks, each running `setup` before it creates the communicator: creation must fail on
+// rank r with want[r], a message holding every string of `expected`, and no communicator
+// written.
+void expect_creation_refused(void (*setup)(int rank), std::array<plx_result_t, 2> want,
+                             std::vector<std::string> expected) {
   const std::vector<RankOutcome> outcomes = run_ranks(
       2,
-      [setup, expected](int rank) {
+      [setup, want, expected](int rank) {
         setup(rank);
         plx_comm_t comm = nullptr;
         const plx_result_t r = plx_comm_init_from_env(&comm);
-        if (r != PLX_ERROR_INVALID_USAGE) {
+        if (r != want[static_cast<size_t>(rank)]) {
           return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
         }
         const std::string message = plx_get_last_error(nullptr);
-        if (message.find("disagree on transport settings") == std::string::npos) {
-          return rank_failure(rank, "unexpected message: " + message);
-        }
         for (const std::string& part : expected) {
           if (message.find(part) == std::string::npos) {
             return rank_failure(rank, "message lacks '" + part + "': " + message);
@@ -80,6 +79,21 @@ void expect_settings_refused(void (*setup)(int rank), std::vector<std::string> e
       60.0);
   std::string why;
   EXPECT_TRUE(all_passed(outcomes, &why)) << why;
+}
+
+// Two ranks whose environments differ by `setup` must both fail creation with
+// PLX_ERROR_INVALID_USAGE, a message naming the transport settings and every string of
+// `expected`.
+void expect_settings_refused(void (*setup)(int rank), std::vector<std::string> expected) {
+  expected.push_back("disagree on transport settings");
+  expect_creation_refused(setup, {PLX_ERROR_INVALID_USAGE, PLX_ERROR_INVALID_USAGE}, expected);
+}
+
+// Rank 1's environment holds a setting that fails creation there with `bad_rank`, before any
+// endpoint opens; rank 0 hears of it from the rendezvous (PLX_ERROR_REMOTE), with the same text.
+void expect_one_rank_refused(void (*setup)(int rank), plx_result_t bad_rank,
+                             std::vector<std::string> expected) {
+  expect_creation_refused(setup, {PLX_ERROR_REMOTE, bad_rank}, expected);
 }
 
 TEST(ArgumentChecks, RanksWithDifferentChunkSizesFailAtCreationNamingTheSetting) {
@@ -95,35 +109,6 @@ TEST(ArgumentChecks, RanksWithDifferentLaneSchedulesFailAtCreationNamingTheSetti
   expect_settings_refused(
       [](int rank) { setenv("PLEXUS_HIERARCHICAL_LANES", rank == 0 ? "halving" : "auto", 1); },
       {"hierarchical_lanes=halving", "hierarchical_lanes=auto", "PLEXUS_HIERARCHICAL_LANES"});
-}
-
-// Rank 1's environment (`setup`, run in each rank before it creates the communicator) holds a
-// setting that fails creation there with `bad_rank`, before any endpoint opens; rank 0 hears of
-// it from the rendezvous (PLX_ERROR_REMOTE). Both messages hold every string of `expected`, and
-// no communicator is written.
-void expect_one_rank_refused(void (*setup)(int rank), plx_result_t bad_rank,
-                             std::vector<std::string> expected) {
-  const std::vector<RankOutcome> outcomes = run_ranks(
-      2,
-      [setup, bad_rank, expected](int rank) {
-        setup(rank);
-        plx_comm_t comm = nullptr;
-        const plx_result_t r = plx_comm_init_from_env(&comm);
-        const plx_result_t want = rank == 1 ? bad_rank : PLX_ERROR_REMOTE;
-        if (r != want) {
-          return rank_failure(rank, std::string("init returned ") + plx_get_error_string(r));
-        }
-        const std::string message = plx_get_last_error(nullptr);
-        for (const std::string& part : expected) {
-          if (message.find(part) == std::string::npos) {
-            return rank_failure(rank, "message lacks '" + part + "': " + message);
-          }
-        }
-        return comm == nullptr ? 0 : rank_failure(rank, "comm written on failure");
-      },
-      30.0);
-  std::string why;
-  EXPECT_TRUE(all_passed(outcomes, &why)) << why;
 }
 
 // A value that is no schedule fails creation on the rank that has it, naming the variable and
