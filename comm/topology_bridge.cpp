@@ -71,6 +71,14 @@ void host_network(const HostTopology& host, int* nics, uint64_t* mbit) {
   }
 }
 
+// PLEXUS_HIERARCHICAL_LANES as a communicator reads it; PLX_ERROR_INVALID_ARGUMENT with its
+// message in *error for a value that is no schedule.
+plx_result_t read_lane_schedule(LaneSchedule* lanes, std::string* error) {
+  if (lane_schedule_from_env(-1, lanes) == PLX_SUCCESS) return PLX_SUCCESS;
+  *error = last_error();
+  return PLX_ERROR_INVALID_ARGUMENT;
+}
+
 }  // namespace
 
 struct TopologyCostModel::Impl {
@@ -102,11 +110,7 @@ plx_result_t TopologyCostModel::check_cost_model_text(std::string_view cost_mode
 
 plx_result_t TopologyCostModel::check_lane_schedule(std::string* error) {
   LaneSchedule lanes = LaneSchedule::Auto;
-  if (lane_schedule_from_env(-1, &lanes) != PLX_SUCCESS) {
-    *error = last_error();
-    return PLX_ERROR_INVALID_ARGUMENT;
-  }
-  return PLX_SUCCESS;
+  return read_lane_schedule(&lanes, error);
 }
 
 plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const RankGroups& groups,
@@ -131,10 +135,7 @@ plx_result_t TopologyCostModel::create(const ClusterTopology& cluster, const Ran
   std::vector<std::string> host_of_rank;
   for (int r = 0; r < groups.size(); ++r) host_of_rank.push_back(groups.host_ids[groups.host_of[r]]);
   m.shape = cost_shape(host_layout(host_of_rank));
-  if (lane_schedule_from_env(-1, &m.shape.lanes) != PLX_SUCCESS) {  // as a communicator would
-    *error = last_error();
-    return PLX_ERROR_INVALID_ARGUMENT;
-  }
+  if (plx_result_t rc = read_lane_schedule(&m.shape.lanes, error); rc != PLX_SUCCESS) return rc;
   TopologyCost& cost = m.cost;
 
   if (!cost_model_text.empty()) {

@@ -76,9 +76,10 @@ struct HierarchicalAllreduceParts {
 // doubling (comm/algorithms/lane_halving.h) where it prices at most 0.9 of the ring's total
 // (the .cpp says why), else the ring (always with two hosts or one lane), unless shape.lanes
 // forces one (PLEXUS_HIERARCHICAL_LANES; still the ring where halving never runs: two hosts,
-// one lane, one-level parameters); lane_halving says which. The lane step is hierarchical_lane_step_bytes below, or a power of
-// two times it up to hierarchical_segments.h's hierarchical_lane_step_limit where that prices
-// faster; lane_step_bytes says which. The run takes both (cost_model.h hierarchical_lane_plan).
+// one lane, one-level parameters); lane_halving says which. The lane step is
+// hierarchical_lane_step_bytes below, or a power of two times it up to hierarchical_segments.h's
+// hierarchical_lane_step_limit where that prices faster; lane_step_bytes says which. The run
+// takes both (cost_model.h hierarchical_lane_plan).
 HierarchicalAllreduceParts hierarchical_allreduce_parts(double bytes, const CostShape& shape,
                                                         const TwoLevelParams& params,
                                                         size_t chunk_bytes);

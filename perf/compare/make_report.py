@@ -36,6 +36,11 @@ PLEXUS_KEYS = [("plexus", "Plexus"), ("plexus_reg", "Plexus, registered")]
 IN_PLACE_PEERS = ("broadcast",)
 IN_PLACE = ("plexus_inplace", "Plexus, in place")
 
+TARGET_RATIOS = (1.5, 2.0)
+TARGET_MIN_BYTES = 1 << 20
+TARGET_MAX_BYTES = 64 << 20
+LATENCY_BYTES = 4096
+
 
 def libraries(collective):
     """The table's columns: LIBRARIES, with Plexus in place where the peers are in place."""
@@ -45,10 +50,6 @@ def libraries(collective):
 
 def plexus_keys(collective):
     return PLEXUS_KEYS + [IN_PLACE] if collective in IN_PLACE_PEERS else PLEXUS_KEYS
-TARGET_RATIOS = (1.5, 2.0)
-TARGET_MIN_BYTES = 1 << 20
-TARGET_MAX_BYTES = 64 << 20
-LATENCY_BYTES = 4096
 
 
 def bus_factor(collective, n):
